@@ -1,0 +1,228 @@
+/* Buffer placement (host, device, managed), validation patterns. */
+#include "bench.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(MPISTACK_BENCH_CUDA)
+#include <cuda_runtime.h>
+#endif
+#if defined(MPISTACK_BENCH_ROCM)
+#include <hip/hip_runtime.h>
+#endif
+
+static int active_device = DEV_NONE;
+
+int device_compiled(int device)
+{
+    switch (device) {
+    case DEV_NONE:
+        return 1;
+#if defined(MPISTACK_BENCH_CUDA)
+    case DEV_CUDA:
+        return 1;
+#endif
+#if defined(MPISTACK_BENCH_ROCM)
+    case DEV_ROCM:
+        return 1;
+#endif
+    default:
+        return 0;
+    }
+}
+
+int device_init(int device, char *err, size_t errlen)
+{
+    active_device = device;
+    if (device == DEV_NONE)
+        return 0;
+    if (!device_compiled(device)) {
+        snprintf(err, errlen, "built without %s support",
+                 device == DEV_CUDA ? "CUDA" : "ROCm");
+        return 1;
+    }
+#if defined(MPISTACK_BENCH_CUDA)
+    if (device == DEV_CUDA) {
+        int n = 0;
+        if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
+            snprintf(err, errlen, "no CUDA device available");
+            return 1;
+        }
+        /* one GPU per local rank, round robin */
+        const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+        if (!lr)
+            lr = getenv("MPI_LOCALRANKID");
+        if (!lr)
+            lr = getenv("SLURM_LOCALID");
+        int local = lr ? atoi(lr) : 0;
+        if (cudaSetDevice(local % n) != cudaSuccess) {
+            snprintf(err, errlen, "cudaSetDevice failed");
+            return 1;
+        }
+    }
+#endif
+#if defined(MPISTACK_BENCH_ROCM)
+    if (device == DEV_ROCM) {
+        int n = 0;
+        if (hipGetDeviceCount(&n) != hipSuccess || n < 1) {
+            snprintf(err, errlen, "no ROCm device available");
+            return 1;
+        }
+        const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+        if (!lr)
+            lr = getenv("MPI_LOCALRANKID");
+        if (!lr)
+            lr = getenv("SLURM_LOCALID");
+        int local = lr ? atoi(lr) : 0;
+        if (hipSetDevice(local % n) != hipSuccess) {
+            snprintf(err, errlen, "hipSetDevice failed");
+            return 1;
+        }
+    }
+#endif
+    return 0;
+}
+
+void device_finalize(int device)
+{
+    (void)device;
+}
+
+void *buf_alloc(char place, size_t size, size_t align)
+{
+    void *p = NULL;
+    if (size == 0)
+        size = 1;
+    if (place == 'H') {
+        size_t rounded = (size + align - 1) / align * align;
+        if (posix_memalign(&p, align, rounded) != 0)
+            return NULL;
+        memset(p, 0, rounded);
+        return p;
+    }
+#if defined(MPISTACK_BENCH_CUDA)
+    if (active_device == DEV_CUDA) {
+        cudaError_t e = place == 'M' ? cudaMallocManaged(&p, size, cudaMemAttachGlobal)
+                                     : cudaMalloc(&p, size);
+        return e == cudaSuccess ? p : NULL;
+    }
+#endif
+#if defined(MPISTACK_BENCH_ROCM)
+    if (active_device == DEV_ROCM) {
+        hipError_t e = place == 'M' ? hipMallocManaged(&p, size, hipMemAttachGlobal)
+                                    : hipMalloc(&p, size);
+        return e == hipSuccess ? p : NULL;
+    }
+#endif
+    return NULL;
+}
+
+void buf_free(char place, void *p)
+{
+    if (!p)
+        return;
+    if (place == 'H') {
+        free(p);
+        return;
+    }
+#if defined(MPISTACK_BENCH_CUDA)
+    if (active_device == DEV_CUDA)
+        cudaFree(p);
+#endif
+#if defined(MPISTACK_BENCH_ROCM)
+    if (active_device == DEV_ROCM)
+        hipFree(p);
+#endif
+}
+
+void buf_set(char place, void *p, int byte, size_t n)
+{
+    if (place == 'H') {
+        memset(p, byte, n);
+        return;
+    }
+#if defined(MPISTACK_BENCH_CUDA)
+    if (active_device == DEV_CUDA) {
+        cudaMemset(p, byte, n);
+        cudaDeviceSynchronize();
+    }
+#endif
+#if defined(MPISTACK_BENCH_ROCM)
+    if (active_device == DEV_ROCM) {
+        hipMemset(p, byte, n);
+        hipDeviceSynchronize();
+    }
+#endif
+}
+
+void buf_put(char place, void *dst, const void *host, size_t n)
+{
+    if (place == 'H') {
+        if (dst != host)
+            memcpy(dst, host, n);
+        return;
+    }
+#if defined(MPISTACK_BENCH_CUDA)
+    if (active_device == DEV_CUDA) {
+        cudaMemcpy(dst, host, n, cudaMemcpyDefault);
+        cudaDeviceSynchronize();
+    }
+#endif
+#if defined(MPISTACK_BENCH_ROCM)
+    if (active_device == DEV_ROCM) {
+        hipMemcpy(dst, host, n, hipMemcpyDefault);
+        hipDeviceSynchronize();
+    }
+#endif
+}
+
+/* Host-readable view of a buffer: the buffer itself for host memory,
+ * otherwise a copy in the host staging area. */
+const unsigned char *buf_view(char place, const void *p, void *stage, size_t n)
+{
+    if (place == 'H')
+        return (const unsigned char *)p;
+#if defined(MPISTACK_BENCH_CUDA)
+    if (active_device == DEV_CUDA) {
+        cudaMemcpy(stage, p, n, cudaMemcpyDefault);
+        cudaDeviceSynchronize();
+    }
+#endif
+#if defined(MPISTACK_BENCH_ROCM)
+    if (active_device == DEV_ROCM) {
+        hipMemcpy(stage, p, n, hipMemcpyDefault);
+        hipDeviceSynchronize();
+    }
+#endif
+    (void)n;
+    return (const unsigned char *)stage;
+}
+
+/* Validation pattern: a byte that depends on the position in the buffer,
+ * the message size, the validation iteration and a seed (sender rank or
+ * block id), so misplaced, stale or foreign data is detected. */
+unsigned char pattern_byte(size_t i, size_t size, long iter, long seed)
+{
+    uint32_t h = (uint32_t)(i + 1) * 2654435761u;
+    h ^= (uint32_t)size * 40503u + (uint32_t)iter * 977u + (uint32_t)seed * 7919u;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    return (unsigned char)(h & 0xffu);
+}
+
+void fill_pattern(unsigned char *h, size_t n, size_t size, long iter, long seed)
+{
+    for (size_t i = 0; i < n; i++)
+        h[i] = pattern_byte(i, size, iter, seed);
+}
+
+long check_pattern(const unsigned char *h, size_t n, size_t size, long iter, long seed)
+{
+    long errors = 0;
+    for (size_t i = 0; i < n; i++)
+        if (h[i] != pattern_byte(i, size, iter, seed))
+            errors++;
+    return errors;
+}
