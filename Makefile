@@ -1,0 +1,49 @@
+# mpistack: `make run` runs the main job, `make test` runs every test. Both install what they need first.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+MPISTACK := $(VENV)/bin/mpistack
+DB ?= mpistack.db
+# CI sets CI=true: bench builds then fail on any warning
+WERROR := $(if $(filter true,$(CI)),1,0)
+
+.PHONY: run test host venv bench bench-store bench-build lint clean help
+
+help:
+	@echo "make run          set up this machine, then run the default job"
+	@echo "make test         set up this machine, then run every test"
+	@echo "make bench-store  ingest and query speed of the results store"
+	@echo "make -C bench sweep   mpistack-bench sweep speed (one launch, adaptive vs OSU-style)"
+
+host:
+	bash scripts/setup-host.sh
+
+# The virtual environment is rebuilt when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --upgrade pip
+	$(VPY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+bench-build: host
+	$(MAKE) -C bench MPICC=mpicc.mpich BUILD=build-mpich WERROR=$(WERROR)
+	$(MAKE) -C bench MPICC=mpicc.openmpi BUILD=build-openmpi WERROR=$(WERROR)
+
+run: host venv
+	$(MPISTACK) --db $(DB) ingest --reference all
+	$(MPISTACK) --db $(DB) references
+
+test: host venv bench-build
+	$(VPY) -m pytest tests
+
+bench-store: host venv
+	$(VPY) benchmarks/store_speed.py
+
+lint: venv
+	$(VPY) -m compileall -q src tests
+
+clean:
+	rm -rf $(VENV) bench/build* .pytest_cache .hypothesis

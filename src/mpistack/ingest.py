@@ -1,0 +1,58 @@
+"""Ingesting benchmark output files: parse, then write each file in its own transaction.
+
+A file that fails to parse is reported with its line and skipped; the others are still stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from sqlalchemy import Engine
+
+from .parsers import ParseError, parse_file
+from .store.writer import write_runs
+
+
+@dataclass
+class IngestReport:
+    files: int = 0
+    runs: int = 0
+    results: int = 0
+    incomplete: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def ingest_files(engine: Engine, paths: Iterable[str | Path], tags: dict[str, str] | None = None,
+                 extra: dict | None = None, on_file: Callable[[Path], None] | None = None) -> IngestReport:
+    report = IngestReport()
+    for path in paths:
+        path = Path(path)
+        try:
+            runs = parse_file(path)
+            with engine.begin() as connection:
+                write_runs(connection, runs, source=str(path), tags=tags, extra=extra)
+        except ParseError as error:
+            report.errors.append(str(error))
+        except ValueError as error:  # a tag that does not fit its column
+            report.errors.append(f"{path}: {error}")
+        else:
+            report.files += 1
+            report.runs += len(runs)
+            report.results += sum(len(row.values) for run in runs for row in run.rows)
+            report.incomplete += sum(1 for run in runs if run.incomplete)
+        if on_file:
+            on_file(path)
+    return report
+
+
+def parse_tags(pairs: Iterable[str]) -> dict[str, str]:
+    """'key=value' strings -> dict; a malformed pair is a ValueError naming it."""
+    tags = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--tag {pair!r}: expected KEY=VALUE, e.g. system=alps")
+        tags[key.strip()] = value.strip()
+    return tags

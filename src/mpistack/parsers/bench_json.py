@@ -1,0 +1,120 @@
+"""Parser for mpistack-bench's JSON: one document per test, or an array of them (suite mode).
+
+The format is defined once, in mpistack/schemas/mpistack-bench.schema.json; documents are validated
+against it before they are read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from importlib import resources
+
+from .model import ParsedRow, ParsedRun, ParseError
+
+SCHEMA_ID = "mpistack-bench/1"
+_STAT_FIELDS = ("mean", "min", "median", "p90", "p99", "max", "stddev", "ci95_low", "ci95_high")
+_PROVENANCE_ENV_PREFIXES = ("FI_PROVIDER",)
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict:
+    return json.loads(resources.files("mpistack").joinpath("schemas/mpistack-bench.schema.json").read_text())
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schema())
+
+
+_JSON_START_RE = re.compile(r'\s*(?:\{\s*"|\[\s*\{|\[\s*\]\s*$)')
+
+
+def looks_like_bench_json(text: str) -> bool:
+    """A JSON object or array of objects (Markdown that starts with '[](...)' is not)."""
+    return _JSON_START_RE.match(text) is not None
+
+
+def _line_of(text: str, index: int) -> int:
+    """Line of the index-th document in an array, for error messages (1 for a single document)."""
+    if index == 0:
+        return 1
+    count = 0
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if '"schema"' in line:
+            if count == index:
+                return lineno
+            count += 1
+    return 1
+
+
+def _run_from_document(document: dict, source: str, line: int) -> ParsedRun:
+    metrics = {metric["name"]: metric["unit"] for metric in document["metrics"]}
+    options = document.get("options", {})
+    device = options.get("device")
+    buffers = options.get("buffers")
+    mpi = document["mpi"]
+    environment = document.get("environment") or {}
+    tool = document["tool"]
+    run = ParsedRun(
+        benchmark=document["benchmark"],
+        title=document["title"],
+        units=metrics,
+        suite=f"{tool['name']} {tool['version']}",
+        device=device or None,
+        buffers="-".join(buffers) if isinstance(buffers, list) else buffers,
+        validation_failed=document["status"] == "validation-failed",
+        line=line,
+        environment=dict(environment),
+    )
+    hosts = mpi.get("hosts") or []
+    run.provenance = {
+        "mpi_library_version": mpi.get("library_version"),
+        "ranks": mpi.get("ranks"),
+        "nodes": len(set(hosts)) or None,
+        "hosts": hosts,
+        "tool_version": tool["version"],
+        "started_at": document.get("started"),
+        "finished_at": document.get("finished"),
+    }
+    if environment.get("FI_PROVIDER"):
+        run.provenance["libfabric_provider"] = environment["FI_PROVIDER"]
+    for entry in document["results"]:
+        stats: dict[str, float | int] = {"iterations": entry["iterations"]}
+        if entry.get("stats"):
+            stats.update({name: entry["stats"][name] for name in _STAT_FIELDS})
+        # OSU's collective -f columns (min/max over ranks) win over the per-iteration extremes, so that
+        # min/max mean the same for OSU text and for our JSON.
+        if entry.get("rank_min") is not None:
+            stats["min"] = entry["rank_min"]
+        if entry.get("rank_max") is not None:
+            stats["max"] = entry["rank_max"]
+        run.rows.append(ParsedRow(size=entry["size"], values=dict(entry["values"]), stats=stats,
+                                  validation=entry.get("validation"), line=line))
+    return run
+
+
+def parse_bench_json(text: str, source: str = "<json>") -> list[ParsedRun]:
+    """Every test document in an mpistack-bench JSON file."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ParseError(source, error.lineno, f"not valid JSON ({error.msg}); expected an mpistack-bench "
+                                               "document or an array of them") from None
+    documents = data if isinstance(data, list) else [data]
+    if not documents:
+        raise ParseError(source, 1, "empty JSON array: expected mpistack-bench documents")
+    runs = []
+    for index, document in enumerate(documents):
+        line = _line_of(text, index)
+        errors = sorted(_validator().iter_errors(document), key=lambda e: list(e.absolute_path))
+        if errors:
+            first = errors[0]
+            where = "/".join(str(part) for part in first.absolute_path) or "(document)"
+            raise ParseError(source, line, f"document {index}: field {where}: {first.message} "
+                                           f"(schema {SCHEMA_ID})")
+        runs.append(_run_from_document(document, source, line))
+    return runs

@@ -1,0 +1,75 @@
+"""Published reference results shipped under references/: each a TOML manifest naming its source and
+the verbatim OSU output (or tables) it holds, with the tags that place it (system, approach, ...)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+REFERENCES_DIR = Path(__file__).resolve().parents[2] / "references"
+
+
+class ReferenceData(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    file: str
+    description: str = ""
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+class Reference(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    title: str
+    source: str
+    url: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+    data: list[ReferenceData]
+
+
+class ReferenceError(Exception):
+    pass
+
+
+@dataclass
+class LoadedReference:
+    reference: Reference
+    directory: Path
+
+    def files(self) -> list[tuple[Path, dict[str, str]]]:
+        """Each data file with its tags (the reference's tags, then the file's own, then its name)."""
+        return [
+            (self.directory / data.file, {**self.reference.tags, **data.tags, "reference": self.reference.name})
+            for data in self.reference.data
+        ]
+
+
+def _load(path: Path) -> LoadedReference:
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as error:
+        raise ReferenceError(f"{path}: {error}") from None
+    try:
+        reference = Reference.model_validate(raw)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field_name = ".".join(str(part) for part in first["loc"])
+        raise ReferenceError(f"{path}: field {field_name}: {first['msg']}") from None
+    return LoadedReference(reference, path.parent)
+
+
+def available(directory: Path = REFERENCES_DIR) -> dict[str, LoadedReference]:
+    return {loaded.reference.name: loaded for loaded in map(_load, sorted(directory.glob("*/reference.toml")))}
+
+
+def select(names: list[str], directory: Path = REFERENCES_DIR) -> list[LoadedReference]:
+    """References by name; 'all' selects every one."""
+    known = available(directory)
+    if "all" in names:
+        return list(known.values())
+    missing = [name for name in names if name not in known]
+    if missing:
+        raise ReferenceError(f"unknown reference {', '.join(missing)}; available: {', '.join(known) or 'none'}")
+    return [known[name] for name in names]
