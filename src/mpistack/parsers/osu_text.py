@@ -230,6 +230,12 @@ def parse_osu_text(text: str, source: str = "<text>") -> list[ParsedRun]:
         else:
             block.run.rows.append(row)
 
+    if block is not None and block.run.rows and text and not text.endswith("\n"):
+        # OSU ends every row with a newline: a last row without one was cut mid-write (job killed).
+        last = block.run.rows[-1]
+        if last.line == text.count("\n") + 1:
+            block.run.rows.pop()
+            block.pending_bad = block.pending_bad or (last.line, "row without its line end")
     finish(block)
     if not runs:
         raise ParseError(source, 0, "no OSU benchmark output found: expected a title line such as "

@@ -1,0 +1,159 @@
+"""The engine interface shared by podman and docker (both speak the same CLI dialect)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class EngineError(RuntimeError):
+    """A container engine is missing or one of its commands failed."""
+
+
+@dataclass
+class BuildResult:
+    tag: str
+    ok: bool
+    seconds: float
+    log_path: Path | None
+    returncode: int
+    digest: str | None = None
+    tail: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunResult:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+class Engine:
+    """A docker-CLI-compatible engine. Subclasses set ``program`` and may add global flags/env."""
+
+    program = "docker"
+
+    def __init__(self, executable: str | None = None):
+        self.executable = executable or self.program
+
+    # -- what subclasses customise -------------------------------------------------------------
+    def global_args(self) -> list[str]:
+        """Flags placed right after the program name (before the sub-command)."""
+        return []
+
+    def build_args(self) -> list[str]:
+        """Extra flags for ``build`` (network mode and the like)."""
+        return ["--network", "host"]
+
+    def run_args(self) -> list[str]:
+        return ["--network", "host", "--ipc", "host"]
+
+    def env(self) -> dict[str, str]:
+        return dict(os.environ)
+
+    # -- common implementation -----------------------------------------------------------------
+    def available(self) -> bool:
+        return shutil.which(self.executable) is not None
+
+    def _require(self) -> None:
+        if not self.available():
+            raise EngineError(f"{self.executable} not found on PATH")
+
+    def command(self, *args: str) -> list[str]:
+        return [self.executable, *self.global_args(), *args]
+
+    def _run(self, args: Sequence[str], check: bool = True, timeout: float | None = None,
+             input: str | None = None) -> subprocess.CompletedProcess:
+        self._require()
+        proc = subprocess.run(self.command(*args), env=self.env(), capture_output=True, text=True,
+                              timeout=timeout, input=input)
+        if check and proc.returncode != 0:
+            raise EngineError(f"{' '.join(self.command(*args)[:4])} ... failed ({proc.returncode}): "
+                              f"{proc.stderr.strip()[-2000:]}")
+        return proc
+
+    def image_exists(self, tag: str) -> bool:
+        self._require()
+        proc = subprocess.run(self.command("image", "inspect", tag), env=self.env(), capture_output=True,
+                              text=True)
+        return proc.returncode == 0
+
+    def inspect(self, tag: str) -> dict:
+        proc = self._run(["image", "inspect", tag])
+        data = json.loads(proc.stdout or "[]")
+        if not data:
+            raise EngineError(f"image {tag} not found")
+        return data[0]
+
+    def inspect_digest(self, tag: str) -> str:
+        info = self.inspect(tag)
+        return info.get("Digest") or info.get("Id") or info.get("ID") or ""
+
+    def labels(self, tag: str) -> dict[str, str]:
+        info = self.inspect(tag)
+        return (info.get("Labels") or info.get("Config", {}).get("Labels") or {})
+
+    def remove_image(self, tag: str) -> None:
+        self._run(["rmi", "-f", tag], check=False)
+
+    def import_rootfs(self, tarball: Path, tag: str, changes: Sequence[str] = ()) -> str:
+        args = ["import"]
+        for change in changes:
+            args += ["--change", change]
+        proc = self._run([*args, str(tarball), tag])
+        return proc.stdout.strip()
+
+    def build(self, context: Path, containerfile: Path, tag: str, *, labels: Mapping[str, str] | None = None,
+              build_args: Mapping[str, str] | None = None, log_path: Path | None = None,
+              on_line: Callable[[str], None] | None = None, extra: Sequence[str] = ()) -> BuildResult:
+        """Build ``containerfile`` in ``context``; stream lines to ``on_line`` and to ``log_path``."""
+        self._require()
+        args = ["build", *self.build_args(), "-f", str(containerfile), "-t", tag]
+        for key, value in (labels or {}).items():
+            args += ["--label", f"{key}={value}"]
+        for key, value in (build_args or {}).items():
+            args += ["--build-arg", f"{key}={value}"]
+        args += [*extra, str(context)]
+        start = time.monotonic()
+        tail: list[str] = []
+        log = open(log_path, "w", encoding="utf-8") if log_path else None
+        try:
+            if log:
+                log.write("$ " + " ".join(self.command(*args)) + "\n")
+            proc = subprocess.Popen(self.command(*args), env=self.env(), stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, bufsize=1)
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if log:
+                    log.write(line)
+                tail.append(line.rstrip("\n"))
+                del tail[:-40]
+                if on_line:
+                    on_line(line.rstrip("\n"))
+            rc = proc.wait()
+        finally:
+            if log:
+                log.close()
+        seconds = time.monotonic() - start
+        digest = self.inspect_digest(tag) if rc == 0 else None
+        return BuildResult(tag=tag, ok=rc == 0, seconds=seconds, log_path=log_path, returncode=rc,
+                           digest=digest, tail=tail)
+
+    def run(self, image: str, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+            timeout: float | None = 600, extra: Sequence[str] = ()) -> RunResult:
+        args = ["run", "--rm", *self.run_args()]
+        for key, value in (env or {}).items():
+            args += ["--env", f"{key}={value}"]
+        args += [*extra, image, *argv]
+        start = time.monotonic()
+        proc = self._run(args, check=False, timeout=timeout)
+        return RunResult(argv=self.command(*args), returncode=proc.returncode, stdout=proc.stdout,
+                         stderr=proc.stderr, seconds=time.monotonic() - start)

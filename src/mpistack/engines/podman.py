@@ -1,0 +1,67 @@
+"""podman, configured by mpistack for restricted hosts.
+
+Restricted hosts (sandboxes, some CI runners) cannot raise RLIMIT_NOFILE/NPROC, which podman's default
+ulimits try to do, and crun refuses a hybrid cgroup layout. mpistack therefore writes its own
+containers.conf (``default_ulimits = []``) to the user's cache directory and names it in CONTAINERS_CONF
+of podman's environment only, and passes ``--runtime runc`` when runc is installed. Nothing in /etc is
+touched; set MPISTACK_PODMAN_CONF to use a different file, or MPISTACK_PODMAN_RUNTIME to pick another
+OCI runtime ("" for podman's default).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from .base import Engine
+
+CONTAINERS_CONF = """\
+# Written by mpistack (engines/podman.py). Used only by the podman processes mpistack starts,
+# through CONTAINERS_CONF; the system configuration is left alone.
+[containers]
+# the sandbox cannot raise RLIMIT_NOFILE/NPROC: inherit the caller's limits
+default_ulimits = []
+"""
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mpistack"
+
+
+def containers_conf_path() -> Path:
+    override = os.environ.get("MPISTACK_PODMAN_CONF")
+    if override:
+        return Path(override)
+    path = cache_dir() / "containers.conf"
+    if not path.exists() or path.read_text() != CONTAINERS_CONF:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(CONTAINERS_CONF)
+        tmp.replace(path)
+    return path
+
+
+class PodmanEngine(Engine):
+    program = "podman"
+
+    def __init__(self, executable: str | None = None, runtime: str | None = None):
+        super().__init__(executable)
+        if runtime is None:
+            runtime = os.environ.get("MPISTACK_PODMAN_RUNTIME")
+        if runtime is None:
+            runtime = "runc" if shutil.which("runc") else ""
+        self.runtime = runtime
+
+    def global_args(self) -> list[str]:
+        return ["--runtime", self.runtime] if self.runtime else []
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["CONTAINERS_CONF"] = str(containers_conf_path())
+        return env
+
+    def build_args(self) -> list[str]:
+        # --network host: builds use apt and pip; --layers keeps the cache between stacks
+        return ["--network", "host", "--layers"]

@@ -1,0 +1,97 @@
+"""Shared fixtures: paths, and a real PostgreSQL server started for the session."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SEEDS = REPO.parent / "shared" / "seeds"
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def seeds() -> Path:
+    if not SEEDS.is_dir():
+        pytest.skip(f"source documents not found at {SEEDS}")
+    return SEEDS
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _postgres_bin() -> Path | None:
+    candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), reverse=True)
+    return candidates[0].parent if candidates else None
+
+
+class PostgresServer:
+    """A throw-away PostgreSQL cluster on 127.0.0.1, run as the 'postgres' user when we are root."""
+
+    def __init__(self, bindir: Path):
+        self.bindir = bindir
+        self.root = Path(tempfile.mkdtemp(prefix="mpistack-pg-"))
+        self.data = self.root / "data"
+        self.port = _free_port()
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+            user = pwd.getpwnam("postgres")
+            os.chown(self.root, user.pw_uid, user.pw_gid)
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+        self._names = itertools.count()
+
+    def _run(self, *args: str) -> None:
+        subprocess.run([*self.as_user, *args], check=True, capture_output=True, text=True)
+
+    def start(self) -> None:
+        self._run(str(self.bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres",
+                  "--no-sync")
+        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", options, "-l",
+                  str(self.root / "server.log"), "-w", "start")
+
+    def stop(self) -> None:
+        try:
+            self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop")
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def new_database(self) -> str:
+        name = f"mpistack_test_{next(self._names)}"
+        self._run(str(self.bindir / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+                  "-c", f"CREATE DATABASE {name}")
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    bindir = _postgres_bin()
+    if bindir is None:
+        pytest.skip("PostgreSQL server binaries not installed (scripts/setup-host.sh installs them)")
+    server = PostgresServer(bindir)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_url(request, tmp_path) -> str:
+    """A fresh, empty results store on each backend."""
+    if request.param == "sqlite":
+        return str(tmp_path / "results.db")
+    return request.getfixturevalue("postgres_server").new_database()
