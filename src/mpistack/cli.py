@@ -30,6 +30,9 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="Inspect or migrate the results store.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+from .cli_stack import base_command, stack_app  # noqa: E402
+app.add_typer(stack_app, name="stack")
+app.command("base")(base_command)
 
 err = Console(stderr=True)
 

@@ -64,4 +64,5 @@ class PodmanEngine(Engine):
 
     def build_args(self) -> list[str]:
         # --network host: builds use apt and pip; --layers keeps the cache between stacks
-        return ["--network", "host", "--layers"]
+        # --format docker: SHELL and other Dockerfile-only instructions are kept
+        return ["--network", "host", "--layers", "--format", "docker"]

@@ -1,0 +1,8 @@
+"""Recipes: building blocks -> Containerfile / Apptainer definition, with pinned versions + sha256."""
+
+from .blocks import Block, Step, blocks_for, fetch_lines, tristate
+from .render import Recipe, RecipeError, render, write_context
+from .versions import Pinned, UnpinnedError, pinned
+
+__all__ = ["Block", "Pinned", "Recipe", "RecipeError", "Step", "UnpinnedError", "blocks_for", "fetch_lines",
+           "pinned", "render", "tristate", "write_context"]
