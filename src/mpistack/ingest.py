@@ -5,6 +5,7 @@ A file that fails to parse is reported with its line and skipped; the others are
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -13,6 +14,12 @@ from sqlalchemy import Engine
 
 from .parsers import ParseError, parse_file
 from .store.writer import write_runs
+
+# Files are committed in groups: a commit costs about as much as writing a whole file's results, and
+# ingest can be repeated, so a crash loses at most one group (a second of work). Each file is still
+# all or nothing: it is parsed and checked completely before its first row is written.
+COMMIT_EVERY_FILES = 200
+COMMIT_EVERY_SECONDS = 1.0
 
 
 @dataclass
@@ -27,23 +34,32 @@ class IngestReport:
 def ingest_files(engine: Engine, paths: Iterable[str | Path], tags: dict[str, str] | None = None,
                  extra: dict | None = None, on_file: Callable[[Path], None] | None = None) -> IngestReport:
     report = IngestReport()
-    for path in paths:
-        path = Path(path)
-        try:
-            runs = parse_file(path)
-            with engine.begin() as connection:
+    with engine.connect() as connection:
+        transaction = connection.begin()
+        started = time.monotonic()
+        pending = 0
+        for path in paths:
+            path = Path(path)
+            try:
+                runs = parse_file(path)
+                # write_runs checks everything before its first insert: a file is written whole or not at all
                 write_runs(connection, runs, source=str(path), tags=tags, extra=extra)
-        except ParseError as error:
-            report.errors.append(str(error))
-        except ValueError as error:  # a tag that does not fit its column
-            report.errors.append(f"{path}: {error}")
-        else:
-            report.files += 1
-            report.runs += len(runs)
-            report.results += sum(len(row.values) for run in runs for row in run.rows)
-            report.incomplete += sum(1 for run in runs if run.incomplete)
-        if on_file:
-            on_file(path)
+            except ParseError as error:
+                report.errors.append(str(error))
+            except ValueError as error:  # a tag that does not fit its column
+                report.errors.append(f"{path}: {error}")
+            else:
+                report.files += 1
+                report.runs += len(runs)
+                report.results += sum(len(row.values) for run in runs for row in run.rows)
+                report.incomplete += sum(1 for run in runs if run.incomplete)
+                pending += 1
+            if pending >= COMMIT_EVERY_FILES or time.monotonic() - started > COMMIT_EVERY_SECONDS:
+                transaction.commit()
+                transaction, started, pending = connection.begin(), time.monotonic(), 0
+            if on_file:
+                on_file(path)
+        transaction.commit()
     return report
 
 

@@ -134,8 +134,10 @@ def _is_cut_short(tokens: list[str], columns: list[Column]) -> bool:
     return True
 
 
-def _describe(columns: list[Column]) -> str:
-    return f"{len(columns)} columns ({', '.join(column.name for column in columns)})"
+def _malformed(line: str, block: _Block) -> str:
+    columns = block.columns or []
+    names = ", ".join(column.name for column in columns)
+    return f"malformed row {line[:60]!r} in {block.run.title}: expected {len(columns)} columns ({names})"
 
 
 def _columns_for(names: list[str], benchmark: str) -> list[Column]:
@@ -220,13 +222,12 @@ def parse_osu_text(text: str, source: str = "<text>") -> list[ParsedRun]:
             continue  # launcher / loader / MPI noise
         tokens = line.split()
         row = _parse_row(tokens, block.columns, lineno)
-        problem = f"malformed row {line[:60]!r} in {block.run.title}: expected {_describe(block.columns)}"
         if row is None and not _is_cut_short(tokens, block.columns):
-            raise ParseError(source, lineno, problem)
+            raise ParseError(source, lineno, _malformed(line, block))
         if block.pending_bad is not None:  # a cut-short row followed by more rows: not a truncation
             raise ParseError(source, block.pending_bad[0], block.pending_bad[1])
         if row is None:
-            block.pending_bad = (lineno, problem)
+            block.pending_bad = (lineno, _malformed(line, block))
         else:
             block.run.rows.append(row)
 

@@ -36,12 +36,19 @@ def resolve_url(db: str | None) -> str:
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    # Let SQLAlchemy, not the sqlite3 module, begin transactions, so that SAVEPOINTs work (the
+    # recipe in SQLAlchemy's pysqlite documentation; see _sqlite_begin).
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA synchronous=NORMAL")  # WAL keeps committed data safe across a crash of mpistack
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+def _sqlite_begin(connection) -> None:
+    connection.exec_driver_sql("BEGIN")
 
 
 def _alembic_config(connection: Connection) -> Config:
@@ -66,8 +73,10 @@ def open_engine(db: str | None = None, migrate: bool = True) -> Engine:
     url = resolve_url(db)
     try:
         if url.startswith("sqlite"):
-            engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+            # named parameters: the writer hands rows as dicts straight to sqlite3's executemany
+            engine = create_engine(url, paramstyle="named", connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
             event.listen(engine, "connect", _sqlite_pragmas)
+            event.listen(engine, "begin", _sqlite_begin)
         else:
             engine = create_engine(url, pool_pre_ping=True)
         revision = current_revision(engine)
