@@ -13,6 +13,8 @@ packages=(
   postgresql postgresql-client
   # containers: podman with runc (crun refuses the hybrid cgroup layout here), base images by debootstrap
   podman runc debootstrap uidmap fuse-overlayfs slirp4netns
+  # stack recipes: the rendered download+verify step is run by the checksum tests
+  curl
 )
 
 missing=()

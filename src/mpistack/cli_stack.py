@@ -140,7 +140,7 @@ def check_command(
 
 
 def build_stack(name: str, engine_name: str = "podman", *, log: Path | None = None, check: bool = True,
-                make_base: bool = True, quiet: bool = False):
+                make_base: bool = True, quiet: bool = False, no_cache: bool = False):
     """Check, make the base image if needed, render, build. Returns the engine's BuildResult."""
     s = catalogue.load(name)
     if check:
@@ -156,7 +156,7 @@ def build_stack(name: str, engine_name: str = "podman", *, log: Path | None = No
     log = log or cache_dir() / "logs" / f"{s.name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     return engine.build(context, context / "Containerfile", s.image_ref(), log_path=log,
-                        on_line=None if quiet else _progress_printer())
+                        on_line=None if quiet else _progress_printer(), extra=["--no-cache"] if no_cache else [])
 
 
 def _progress_printer():
