@@ -64,7 +64,10 @@ def test_env_script_quotes_values():
 def test_write_runtime(tmp_path):
     files = runtime.write_runtime(catalogue.load("cscs-mpich-gpu"), tmp_path)
     names = sorted(p.name for p in files)
-    assert names == ["apptainer-binds-bind.txt", "apptainer-binds-hybrid.txt", "cscs-mpich-gpu.edf.toml", "env.sh"]
+    assert names == ["apptainer-bind.sh", "apptainer-hybrid.sh", "cscs-mpich-gpu.edf.toml", "env.sh"]
+    hybrid = (tmp_path / "apptainer-hybrid.sh").read_text()
+    assert "export APPTAINER_BIND=/opt/cray/libfabric/1.15.2.0:/opt/cray/libfabric/1.15.2.0," in hybrid
+    assert "export APPTAINERENV_LD_LIBRARY_PATH=" in hybrid
     assert "MPIR_CVAR_CH4_OFI_ENABLE_HMEM=1" in (tmp_path / "env.sh").read_text()
 
 

@@ -157,11 +157,11 @@ def write_runtime(stack: Stack, directory: Path, *, gpu: bool | None = None) -> 
     path.write_text(edf(stack, gpu=gpu))
     written.append(path)
     for approach in ("hybrid", "bind"):
-        path = directory / f"apptainer-binds-{approach}.txt"
-        env = apptainer_env(stack, approach)
-        body = [f"# apptainer exec --bind \"$(paste -sd, {path.name} | sed 's/^#.*,//')\" IMAGE ...",
-                *apptainer_binds(stack, approach)]
-        body += [f"# env {k}={v}" for k, v in env.items()]
+        path = directory / f"apptainer-{approach}.sh"
+        body = [f"# Apptainer settings for the {approach} approach (seed 002): source this file, then",
+                "#   apptainer exec IMAGE.sif ...",
+                f"export APPTAINER_BIND={shlex.quote(','.join(apptainer_binds(stack, approach)))}"]
+        body += [f"export APPTAINERENV_{k}={shlex.quote(v)}" for k, v in apptainer_env(stack, approach).items()]
         path.write_text("\n".join(body) + "\n")
         written.append(path)
     return written

@@ -1,0 +1,82 @@
+"""The stack verbs through the real CLI (typer's runner)."""
+
+from __future__ import annotations
+
+import tomllib
+
+from typer.testing import CliRunner
+
+from mpistack.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_list():
+    result = invoke("stack", "list")
+    assert result.exit_code == 0
+    assert "cscs-mpich-gh200" in result.stdout and "mpich4.3.1-ofi1.22-cuda12.8" in result.stdout
+
+
+def test_show():
+    result = invoke("stack", "show", "debian-openmpi")
+    assert result.exit_code == 0
+    assert "localhost/mpistack/debian-openmpi:openmpi4.1.4-ucx" in result.stdout
+
+
+def test_render_containerfile_and_apptainer():
+    result = invoke("stack", "render", "cscs-mpich-cpu")
+    assert result.exit_code == 0 and "--with-xpmem=/usr" in result.stdout
+    result = invoke("stack", "render", "cscs-mpich-cpu", "--apptainer")
+    assert result.exit_code == 0 and result.stdout.startswith("Bootstrap: docker\nFrom: docker.io/ubuntu:24.04")
+
+
+def test_render_edf_env_binds():
+    result = invoke("stack", "render", "cscs-mpich-gh200", "--edf", "--gpu")
+    data = tomllib.loads(result.stdout)
+    assert data["env"]["MPIR_CVAR_CH4_OFI_ENABLE_HMEM"] == "1"
+    result = invoke("stack", "render", "cscs-openmpi5", "--env")
+    assert "export PMIX_MCA_psec=native" in result.stdout
+    result = invoke("stack", "render", "lumi-ofi1152-mpich423", "--binds", "hybrid")
+    assert "/usr/lib64/libcxi.so.1:/usr/lib64/libcxi.so.1" in result.stdout
+    result = invoke("stack", "render", "lumi-ofi1152-mpich423", "--binds", "nope")
+    assert result.exit_code == 2
+
+
+def test_render_out_writes_context(tmp_path):
+    result = invoke("stack", "render", "pip-mpich", "--out", str(tmp_path / "ctx"))
+    assert result.exit_code == 0
+    ctx = tmp_path / "ctx"
+    assert (ctx / "Containerfile").is_file() and (ctx / "mpistack.def").is_file()
+    assert (ctx / "bench" / "Makefile").is_file() and list((ctx / "bench" / "src").glob("*.c"))
+    assert (ctx / "pip" / "pip.conf").read_text().startswith("# pip configuration")
+    assert (ctx / "runtime" / "env.sh").is_file()
+
+
+def test_render_unpinned_fails_clearly():
+    result = invoke("stack", "render", "lumi-cxi-ofi1220-mpich423")
+    assert result.exit_code == 2
+    assert "listed without a sha256" in result.stderr or "listed without a sha256" in result.output
+
+
+def test_check_exit_codes():
+    assert invoke("stack", "check", "debian-mpich").exit_code == 0
+    bad = invoke("stack", "check", "lumi-cxi-ofi1220-mpich423")
+    assert bad.exit_code == 1
+
+
+def test_bad_stack_file(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text('name = "mine"\n[base]\nimage = "docker.io/ubuntu:24.04"\n[mpi]\nimpl = "mpich"\n'
+                    'version = "4.3.1"\ndevice = "ch4:tcp"\n')
+    result = invoke("stack", "render", str(path))
+    assert result.exit_code == 2
+    assert "mine.toml: mpi.device: expected" in result.output
+
+
+def test_base_rejects_non_debian():
+    result = invoke("base", "ubuntu:noble")
+    assert result.exit_code == 2 and "only debian:<suite>" in result.output
