@@ -157,7 +157,8 @@ def test_bench_block_uses_repository_sources(seed_stack):
 
 def test_pip_block(seed_stack):
     step = B.PipMpiBlock(seed_stack("pip-mpich")).step()
-    assert step.commands[:2] == ["python3 -m venv /opt/mpi", "/opt/mpi/bin/pip install --no-cache-dir mpich==4.3.2"]
+    assert step.commands[:3] == ["export PIP_CONFIG_FILE=/etc/mpistack/pip/pip.conf", "python3 -m venv /opt/mpi",
+                                 "/opt/mpi/bin/pip install --no-cache-dir mpich==4.3.2"]
     assert step.env["MPICH_CH4_NETMOD"] == "ofi"
 
 

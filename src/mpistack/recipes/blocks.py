@@ -370,8 +370,7 @@ class PipMpiBlock(Block):
         if mpi.impl == "mpich":
             env["MPICH_CH4_NETMOD"] = mpi.netmod
         return Step("mpi", f"{mpi.impl} {mpi.version} wheel from PyPI",
-                    before=["COPY pip/ /etc/mpistack/pip/",
-                            "ENV PIP_CONFIG_FILE=/etc/mpistack/pip/pip.conf"],
+                    before=["COPY pip/ /etc/mpistack/pip/"],
                     files=[("pip", "/etc/mpistack/pip")],
                     commands=lines, build_packages=["python3", "python3-venv"], env=env,
                     copies=[self.PREFIX])
