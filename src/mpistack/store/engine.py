@@ -10,10 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, Engine, create_engine, event, inspect
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 
 from .schema import SCHEMA_REVISION
 
@@ -51,7 +48,9 @@ def _sqlite_begin(connection) -> None:
     connection.exec_driver_sql("BEGIN")
 
 
-def _alembic_config(connection: Connection) -> Config:
+def _alembic_config(connection: Connection):
+    from alembic.config import Config  # imported on demand: migrating is rare, starting the CLI is not
+
     config = Config()
     config.set_main_option("script_location", "mpistack.store:migrations")
     config.attributes["connection"] = connection
@@ -59,12 +58,17 @@ def _alembic_config(connection: Connection) -> Config:
 
 
 def current_revision(engine: Engine) -> str | None:
+    """The Alembic revision the store is at, None for an empty database."""
     with engine.connect() as connection:
-        return MigrationContext.configure(connection).get_current_revision()
+        if not inspect(connection).has_table("alembic_version"):
+            return None
+        return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 def upgrade(engine: Engine) -> None:
     """Bring the schema to the current revision (creates it in an empty database)."""
+    from alembic import command
+
     with engine.begin() as connection:
         command.upgrade(_alembic_config(connection), "head")
 
