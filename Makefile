@@ -36,7 +36,7 @@ run: host venv
 	$(MPISTACK) --db $(DB) ingest --reference all
 	$(MPISTACK) --db $(DB) references
 
-test: host venv bench-build
+test: host venv
 	$(VPY) -m pytest tests
 
 bench-store: host venv

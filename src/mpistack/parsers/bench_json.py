@@ -51,11 +51,22 @@ def _line_of(text: str, index: int) -> int:
     return 1
 
 
+def _buffers(value) -> str | None:
+    """'H H', ['D', 'H'] or 'D' (collectives) -> the 'H-H' form OSU text parsing gives."""
+    if not value:
+        return None
+    letters = value if isinstance(value, list) else str(value).replace("-", " ").split()
+    if len(letters) == 1:
+        letters = letters * 2
+    return "-".join(letter.upper() for letter in letters)
+
+
 def _run_from_document(document: dict, source: str, line: int) -> ParsedRun:
     metrics = {metric["name"]: metric["unit"] for metric in document["metrics"]}
     options = document.get("options", {})
     device = options.get("device")
-    buffers = options.get("buffers")
+    device = None if device in (None, "", "none") else device
+    buffers = _buffers(options.get("buffers"))
     mpi = document["mpi"]
     environment = document.get("environment") or {}
     tool = document["tool"]
@@ -64,8 +75,9 @@ def _run_from_document(document: dict, source: str, line: int) -> ParsedRun:
         title=document["title"],
         units=metrics,
         suite=f"{tool['name']} {tool['version']}",
-        device=device or None,
-        buffers="-".join(buffers) if isinstance(buffers, list) else buffers,
+        device=device,
+        buffers=buffers,
+        command=options.get("command_line"),
         validation_failed=document["status"] == "validation-failed",
         line=line,
         environment=dict(environment),

@@ -119,6 +119,8 @@ _KNOWN_COLUMNS = {
     "latency(us)": Column("Latency(us)", "value", "latency", "us"),
     "min latency(us)": Column("Min Latency(us)", "stat", "min", "us"),
     "max latency(us)": Column("Max Latency(us)", "stat", "max", "us"),
+    "min bw (mb/s)": Column("Min BW (MB/s)", "stat", "min", "MB/s"),  # mpistack-bench -f, point-to-point
+    "max bw (mb/s)": Column("Max BW (MB/s)", "stat", "max", "MB/s"),
     "bandwidth (mb/s)": Column("Bandwidth (MB/s)", "value", "bandwidth", "MB/s"),
     "bandwidth(mb/s)": Column("Bandwidth(MB/s)", "value", "bandwidth", "MB/s"),
     "bandwidth": Column("Bandwidth", "value", "bandwidth", "MB/s"),
