@@ -162,6 +162,36 @@ def results(
     print_table(rows, shown or columns, title=f"{len(rows)} result(s)")
 
 
+@app.command("run")
+def run_campaign(
+    campaign_file: Annotated[Path, typer.Argument(metavar="CAMPAIGN", help="Campaign file (TOML), e.g. examples/local.toml.")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print every case with its exact command; run nothing.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the latest campaign of this name, skipping "
+                                                          "the cases it finished.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Run a campaign: every stack x approach x benchmark x placement, each result stored as its case ends."""
+    from .campaign import session
+    from .spec.campaign import CampaignError, load_campaign
+
+    out = Console()
+    try:
+        campaign = load_campaign(campaign_file)
+        if dry_run:
+            session.dry_run(campaign, out)
+            return
+        store = _engine(db)
+        result = session.run(campaign, store, out, resume=resume)
+    except CampaignError as error:
+        err.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    session.print_summary(store, result.campaign_id, out)
+    out.print(f"campaign #{result.campaign_id}: {result.ran} case(s) run in {result.seconds:.0f} s; "
+              f"results in {db or _State.db or DEFAULT_DB}", highlight=False)
+    if result.interrupted:
+        raise typer.Exit(130)
+
+
 @app.command("references")
 def list_references() -> None:
     """List the published reference results shipped with mpistack (load with `ingest --reference`)."""

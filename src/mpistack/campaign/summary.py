@@ -1,0 +1,84 @@
+"""Container against native, per benchmark: the terminal summary at the end of a campaign.
+
+Relative speed at one message size is native time / container time for latencies and container rate /
+native rate for bandwidths, so 1.0 is native speed and 0.5 is half of it. Each (stack, approach,
+benchmark) is compared with the native run of the host MPI of the same implementation, size by size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from sqlalchemy import Engine, select
+
+from ..store.query import Filter, query_results
+from ..store.schema import Run
+
+AT_SPEED = 0.90  # a first threshold; the analysis issue replaces it with noise-aware classes
+_HIGHER_IS_BETTER = {"bandwidth", "message_rate"}
+
+
+def _relative(metric: str, value: float, native: float) -> float | None:
+    if value <= 0 or native <= 0:
+        return None
+    return value / native if metric in _HIGHER_IS_BETTER else native / value
+
+
+def summarise(store: Engine, campaign_id: int) -> list[dict]:
+    rows = query_results(store, [Filter("campaign", "=", campaign_id)])
+    primary = [row for row in rows if row["metric"] in ("latency", "bandwidth")]
+    # native figure per (mpi, benchmark, buffers, ranks, size): the median over repeats
+    native: dict[tuple, list[float]] = defaultdict(list)
+    measured: dict[tuple, dict[int | None, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in primary:
+        if row["status"] != "ok":
+            continue
+        if row["approach"] == "native":
+            native[(row["mpi"], row["benchmark"], row["buffers"], row["ranks"], row["size"])].append(row["value"])
+        else:
+            key = (row["stack"], row["approach"], row["benchmark"], row["mpi"], row["buffers"], row["ranks"], row["metric"])
+            measured[key][row["size"]].append(row["value"])
+    summary = []
+    for (stack, approach, benchmark, mpi, buffers, ranks, metric), by_size in sorted(measured.items()):
+        ratios = []
+        for size, values in sorted(by_size.items(), key=lambda item: item[0] or 0):
+            baseline = native.get((mpi, benchmark, buffers, ranks, size))
+            if not baseline:
+                continue
+            ratio = _relative(metric, _median(values), _median(baseline))
+            if ratio is not None:
+                ratios.append((ratio, size))
+        entry = {"stack": stack, "approach": approach, "benchmark": benchmark, "buffers": buffers, "ranks": ranks}
+        if not ratios:
+            summary.append({**entry, "verdict": f"untested: no native {mpi} run to compare"})
+            continue
+        geomean = math.exp(sum(math.log(ratio) for ratio, _ in ratios) / len(ratios))
+        worst, worst_size = min(ratios)
+        summary.append({**entry, "sizes": len(ratios), "relative": round(geomean, 3), "worst": round(worst, 3),
+                        "worst_size": worst_size,
+                        "verdict": "works at speed" if geomean >= AT_SPEED else "runs but slow"})
+    summary.extend(_unsuccessful(store, campaign_id))
+    return summary
+
+
+def _unsuccessful(store: Engine, campaign_id: int) -> list[dict]:
+    """Failed, timed-out and skipped runs: 'fails' and 'untested' with their reason."""
+    statement = (select(Run.stack, Run.approach, Run.benchmark, Run.buffers, Run.ranks, Run.status, Run.message)
+                 .where(Run.campaign_id == campaign_id, Run.status.in_(("failed", "timeout", "validation-failed",
+                                                                        "skipped")))
+                 .order_by(Run.id))
+    out = []
+    with store.connect() as connection:
+        for stack, approach, benchmark, buffers, ranks, status, message in connection.execute(statement):
+            reason = (message or "").splitlines()[0] if message else ""
+            verdict = "untested" if status == "skipped" else f"fails ({status})"
+            out.append({"stack": stack, "approach": approach, "benchmark": benchmark, "buffers": buffers,
+                        "ranks": ranks, "verdict": f"{verdict}: {reason}" if reason else verdict})
+    return out
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2

@@ -1,0 +1,170 @@
+"""Campaign files: which stacks, deployment approaches, benchmarks and placements to run, and how.
+
+    name = "local"
+    timeout = 300                       # seconds per case; a hung case is killed and recorded as timeout
+    approaches = ["native", "container", "hybrid", "bind"]
+    benchmarks = ["latency", "bw"]      # or [[benchmark]] tables with options
+    [[stack]]  name = "host-mpich"  host = "mpich"     # the host's own MPI (native)
+    [[stack]]  name = "debian-mpich"                   # a catalogue stack (built when missing)
+    [[placement]]  ranks = 2
+
+Errors name the file, the field and what was expected.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+APPROACH_NAMES = ("native", "container", "hybrid", "bind")
+BENCHMARK_NAMES = ("latency", "bw", "bibw", "mbw_mr", "multi_lat", "barrier", "bcast", "reduce", "allreduce",
+                   "gather", "scatter", "allgather", "alltoall", "reduce_scatter")
+Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", max_length=100)]
+
+
+class CampaignError(ValueError):
+    """A campaign file that cannot be used: the message names the file and the field."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StackEntry(_Model):
+    """One stack: the host's own MPI, a catalogue stack, or an inline stack table."""
+
+    name: Name
+    host: Literal["mpich", "openmpi"] | None = Field(None, description="the host's MPI, run natively")
+    inline: dict | None = Field(None, description="a whole stack spec, as in a catalogue file")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "StackEntry":
+        if self.host and self.inline:
+            raise ValueError("give either host (the host's MPI) or inline (a stack spec), not both")
+        return self
+
+
+class ApproachEntry(_Model):
+    name: Literal["native", "container", "hybrid", "bind"]
+    #: let ranks attach each other's memory (cross-memory attach, single-copy transfers): containers
+    #: get --pid host, CAP_SYS_PTRACE and no seccomp filter. Off is podman's default confinement.
+    single_copy: bool = False
+
+
+class BenchmarkEntry(_Model):
+    name: Name
+    options: list[str] = Field(default_factory=list)
+    #: another program instead of mpistack-bench (a real OSU binary, or a test program); its OSU text
+    #: output is parsed
+    program: str | None = None
+
+    @model_validator(mode="after")
+    def _known(self) -> "BenchmarkEntry":
+        if self.program is None and self.name not in BENCHMARK_NAMES:
+            raise ValueError(f"unknown benchmark {self.name!r}: expected one of {', '.join(BENCHMARK_NAMES)} "
+                             "(or set program = ... to run another program)")
+        return self
+
+
+class Placement(_Model):
+    ranks: Annotated[int, Field(ge=1, le=4096)] = 2
+    nodes: Annotated[int, Field(ge=1)] = 1
+    binding: Literal["none", "core", "socket"] = "none"
+
+    @property
+    def label(self) -> str:
+        return f"n{self.ranks}N{self.nodes}" + ("" if self.binding == "none" else f"-{self.binding}")
+
+
+class Filter(_Model):
+    """Case fields matched with shell-style patterns: stack, approach, benchmark, ranks, nodes, buffers."""
+
+    model_config = ConfigDict(extra="forbid")
+    stack: str | None = None
+    approach: str | None = None
+    benchmark: str | None = None
+    ranks: str | int | None = None
+    nodes: str | int | None = None
+    buffers: str | None = None
+
+
+class Campaign(_Model):
+    name: Name
+    description: str = ""
+    launcher: Literal["local"] = "local"
+    engine: Literal["podman", "docker"] = "podman"
+    timeout: Annotated[float, Field(gt=0)] = 600
+    retries: Annotated[int, Field(ge=0, le=10)] = 1
+    repeats: Annotated[int, Field(ge=1, le=100)] = 1
+    buffers: list[Annotated[str, Field(pattern=r"^[HDM]-[HDM]$")]] = Field(default_factory=lambda: ["H-H"])
+    #: options given to every mpistack-bench invocation, before each benchmark's own
+    benchmark_options: list[str] = Field(default_factory=list)
+    tags: dict[str, str] = Field(default_factory=dict)
+    stacks: list[StackEntry] = Field(alias="stack", min_length=1)
+    approaches: list[ApproachEntry] = Field(min_length=1)
+    benchmarks: list[BenchmarkEntry] = Field(min_length=1)
+    placements: list[Placement] = Field(alias="placement", default_factory=lambda: [Placement()])
+    include: list[Filter] = Field(default_factory=list)
+    exclude: list[Filter] = Field(default_factory=list)
+    #: where the file was read from (not part of the file)
+    path: str | None = Field(None, exclude=True)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthands(cls, data):
+        """`approaches = ["native"]` and `benchmarks = ["latency"]` stand for lists of tables."""
+        if isinstance(data, dict):
+            data = dict(data)
+            for key in ("approaches", "benchmarks"):
+                if isinstance(data.get(key), list):
+                    data[key] = [{"name": item} if isinstance(item, str) else item for item in data[key]]
+            if "benchmark" in data and "benchmarks" not in data:
+                data["benchmarks"] = data.pop("benchmark")
+            if "approach" in data and "approaches" not in data:
+                data["approaches"] = data.pop("approach")
+        return data
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> "Campaign":
+        names = [stack.name for stack in self.stacks]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"stack names must be unique; repeated: {', '.join(duplicates)}")
+        return self
+
+
+def _format(path: str, error: ValidationError) -> str:
+    lines = []
+    for problem in error.errors():
+        location = ".".join(str(part) for part in problem["loc"] if part != "__root__") or "(top level)"
+        value = problem.get("input")
+        shown = "" if isinstance(value, (dict, list)) or value is None else f" (got {value!r})"
+        lines.append(f"{path}: field {location}: {problem['msg']}{shown}")
+    return "\n".join(lines)
+
+
+def load_campaign_text(text: str, path: str = "<campaign>") -> Campaign:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise CampaignError(f"{path}: not valid TOML: {error}") from None
+    try:
+        campaign = Campaign.model_validate(data)
+    except ValidationError as error:
+        raise CampaignError(_format(path, error)) from None
+    campaign.path = path
+    return campaign
+
+
+def load_campaign(path: str | Path) -> Campaign:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise CampaignError(f"{path}: cannot read: {error.strerror}") from None
+    return load_campaign_text(text, str(path))
