@@ -124,6 +124,36 @@ def _lnx_links(stack: Stack, ctx: Context) -> str | None:
     return None
 
 
+@rule("libfabric23-cxi-version-patch", "warning",
+      "libfabric 2.3.x's cxi provider hardcodes CXIP_FI_VERSION to FI_VERSION(2, 2); Spack backports the "
+      "upstream fix (commit f565852c) for 2.3 with cxi.",
+      "spack libfabric package.py (patch f565852cedc7 when='@2.3 fabrics=cxi'); ofiwg/libfabric main")
+def _ofi23_cxi(stack: Stack, ctx: Context) -> str | None:
+    if "cxi" in _providers(stack) and V(_ofi(stack))[:2] == (2, 3):
+        return f"libfabric {_ofi(stack)} with cxi: needs the upstream fix f565852c (CXIP_FI_VERSION); prefer 2.2 or >= 2.4"
+    return None
+
+
+@rule("libfabric25-cxi-old-libcxi", "warning",
+      "libfabric 2.5.0's cxi provider does not build against older libcxi releases without the fix from "
+      "ofiwg/libfabric pull request 12054.",
+      "spack libfabric package.py (patch 6bdb7964 when='@2.5.0 fabrics=cxi'); ofiwg/libfabric#12054")
+def _ofi25_cxi(stack: Stack, ctx: Context) -> str | None:
+    if "cxi" in _providers(stack) and V(_ofi(stack)) == (2, 5, 0) and stack.libcxi and V(stack.libcxi.version) < (13,):
+        return f"libfabric 2.5.0 cxi with libcxi {stack.libcxi.version}: needs ofiwg/libfabric#12054"
+    return None
+
+
+@rule("ucx-gcc15", "error",
+      "UCX 1.18 and older fail to compile with GCC 15 (default compiler of Debian 13 and Ubuntu 25.10+).",
+      "openucx/ucx issue 10589; spack ucx package.py conflicts('%gcc@15:', when='@:1.18')")
+def _ucx_gcc15(stack: Stack, ctx: Context) -> str | None:
+    gcc15 = any(tag in stack.base.image for tag in ("trixie", "debian:13", "ubuntu:25.10", "ubuntu:26"))
+    if gcc15 and stack.ucx and V(stack.ucx.version) < (1, 19):
+        return f"ucx.version {stack.ucx.version} on {stack.base.image} (GCC 15): needs UCX >= 1.19"
+    return None
+
+
 # -- MPI versus libfabric / UCX --------------------------------------------------------------------
 
 @rule("mpich-ofi-libfabric-min", "error",

@@ -163,3 +163,21 @@ def test_unpinned_source_is_an_error():
                                   "lumi-ofi1152-mpich423", "lumi-ofi1152-mpich343"])
 def test_buildable_catalogue_stacks_have_no_errors(name):
     assert compat.errors(compat.check(catalogue.load(name))) == []
+
+
+def test_libfabric23_cxi(stack_from):
+    text = toml(ofi="2.3.1", providers=["cxi"]) + '[libcxi]\nversion = "12.0.1"\n'
+    assert "libfabric23-cxi-version-patch" in rules(stack_from(text))
+    assert "libfabric23-cxi-version-patch" not in rules(stack_from(text.replace("2.3.1", "2.2.0")))
+
+
+def test_libfabric25_cxi_old_libcxi(stack_from):
+    text = toml(ofi="2.5.0", providers=["cxi"]) + '[libcxi]\nversion = "12.0.1"\n'
+    assert "libfabric25-cxi-old-libcxi" in rules(stack_from(text))
+    assert "libfabric25-cxi-old-libcxi" not in rules(stack_from(text.replace("12.0.1", "13.0.0")))
+
+
+def test_ucx_gcc15(stack_from):
+    text = toml(device="ch4:ucx", ofi=None, base="docker.io/debian:trixie") + '[ucx]\nversion = "1.18.1"\n'
+    assert "ucx-gcc15" in rules(stack_from(text))
+    assert "ucx-gcc15" not in rules(stack_from(text.replace("1.18.1", "1.19.0")))

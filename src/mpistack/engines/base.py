@@ -54,7 +54,9 @@ class Engine:
         return ["--network", "host"]
 
     def run_args(self) -> list[str]:
-        return ["--network", "host", "--ipc", "host"]
+        # host network (so ranks can reach other hosts), a /dev/shm large enough for MPI shared memory;
+        # nothing privileged
+        return ["--network", "host", "--shm-size", "1g"]
 
     def env(self) -> dict[str, str]:
         return dict(os.environ)
