@@ -91,6 +91,8 @@ def render_command(
     binds: Annotated[Optional[str], typer.Option("--binds", metavar="APPROACH",
                                                  help="print the Apptainer bind list for hybrid or bind")] = None,
     gpu: Annotated[bool, typer.Option("--gpu/--no-gpu", help="GPU buffers in the runtime presets")] = False,
+    image: Annotated[Optional[str], typer.Option("--image", help="image reference for the EDF (e.g. the pushed "
+                                                 "quay.io/... name; default: the local tag)")] = None,
     allow_unpinned: Annotated[bool, typer.Option("--allow-unpinned", help="render unpinned components as steps "
                                                  "that fail the build (for review)")] = False,
 ) -> None:
@@ -98,7 +100,7 @@ def render_command(
     s = _load(name)
     if edf or env or binds:
         if edf:
-            print(runtime.edf(s, gpu=gpu), end="")
+            print(runtime.edf(s, gpu=gpu, image=image), end="")
         if env:
             print(runtime.env_script(s, gpu=gpu), end="")
         if binds:

@@ -35,9 +35,11 @@ def test_render_containerfile_and_apptainer():
 
 
 def test_render_edf_env_binds():
-    result = invoke("stack", "render", "cscs-mpich-gh200", "--edf", "--gpu")
+    result = invoke("stack", "render", "cscs-mpich-gh200", "--edf", "--gpu",
+                    "--image", "quay.io/ethcscs/mpich:4.3.1-ofi1.22-cuda12.8")
     data = tomllib.loads(result.stdout)
-    assert data["env"]["MPIR_CVAR_CH4_OFI_ENABLE_HMEM"] == "1"
+    assert data["image"] == "quay.io#ethcscs/mpich:4.3.1-ofi1.22-cuda12.8"
+    assert data["env"] == {"MPIR_CVAR_CH4_OFI_ENABLE_HMEM": "1"}
     result = invoke("stack", "render", "cscs-openmpi5", "--env")
     assert "export PMIX_MCA_psec=native" in result.stdout
     result = invoke("stack", "render", "lumi-ofi1152-mpich423", "--binds", "hybrid")

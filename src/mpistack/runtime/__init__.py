@@ -36,9 +36,8 @@ def presets(stack: Stack, *, gpu: bool = False, network: str | None = None, loca
         if mpi.channel == "pip":
             env["MPICH_CH4_NETMOD"] = mpi.netmod
         if mpi.netmod == "ofi":
-            if net == "cxi":
-                env["FI_PROVIDER"] = "cxi"
-            elif net == "tcp":
+            # over cxi MPICH picks the provider itself (the CSCS MPICH EDFs set nothing, seed 000)
+            if net == "tcp":
                 env["FI_PROVIDER"] = "tcp"
             elif net == "lnx":
                 env.update({"FI_PROVIDER": "lnx", "FI_LNX_PROV_LINKS": "shm+cxi"})
