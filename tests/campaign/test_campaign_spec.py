@@ -1,0 +1,90 @@
+"""Campaign files: validation errors that name the file and the field, and matrix expansion."""
+
+import pytest
+
+from mpistack.campaign.matrix import expand
+from mpistack.campaign.prepare import resolve_stacks
+from mpistack.spec.campaign import CampaignError, load_campaign, load_campaign_text
+
+BASE = """
+name = "t"
+approaches = ["native", "container", "hybrid", "bind"]
+benchmarks = ["latency", "allreduce"]
+[[stack]]
+name = "host-mpich"
+host = "mpich"
+[[stack]]
+name = "debian-mpich"
+"""
+
+
+def error_of(text, path="c.toml"):
+    with pytest.raises(CampaignError) as error:
+        load_campaign_text(text, path)
+    return str(error.value)
+
+
+def test_matrix_of_host_and_image_stacks():
+    campaign = load_campaign_text(BASE)
+    cases = expand(campaign, resolve_stacks(campaign))
+    keys = [case.key for case in cases]
+    assert len(keys) == len(set(keys)) == 2 + 2 * 3  # native for the host; three approaches for the image
+    assert "host-mpich/native/latency/n2N1/H-H/r1" in keys
+    assert "debian-mpich/bind/allreduce/n2N1/H-H/r1" in keys
+    assert not any(key.startswith("debian-mpich/native") or key.startswith("host-mpich/container") for key in keys)
+
+
+def test_include_exclude_repeats_and_skips():
+    text = BASE.replace('name = "t"', 'name = "t"\nrepeats = 2\nbuffers = ["H-H", "D-D"]') + """
+[[placement]]
+ranks = 4
+[[exclude]]
+approach = "hybrid"
+[[include]]
+stack = "*mpich"
+"""
+    campaign = load_campaign_text(text)
+    cases = expand(campaign, resolve_stacks(campaign))
+    assert {case.approach.name for case in cases} == {"native", "container", "bind"}
+    assert {case.repeat for case in cases} == {1, 2}
+    skipped = {case.key: case.skip for case in cases if case.skip}
+    assert skipped["host-mpich/native/latency/n4N1/H-H/r1"] == "latency runs on exactly 2 ranks"
+    assert "need a GPU stack" in skipped["debian-mpich/container/allreduce/n4N1/D-D/r2"]
+    assert not cases[0].skip or cases[0].benchmark.name == "latency"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("name = 't'\nname = 'u'", "c.toml: not valid TOML"),
+    (BASE.replace('name = "t"', "name = 't'\ntimeout = 'soon'"), "c.toml: field timeout: Input should be a valid number"),
+    (BASE.replace('name = "t"', "name = 't'\ncolour = 'blue'"), "c.toml: field colour: Extra inputs are not permitted"),
+    (BASE.replace('"allreduce"', '"allreduse"'), "c.toml: field benchmarks.1: Value error, unknown benchmark 'allreduse'"),
+    (BASE.replace('"bind"', '"chroot"'), "c.toml: field approaches.3.name: Input should be 'native', 'container', 'hybrid' or 'bind'"),
+    (BASE + "[[placement]]\nranks = 0\n", "c.toml: field placement.0.ranks: Input should be greater than or equal to 1"),
+    (BASE.replace('name = "t"', "name = 't'\nbuffers = ['H']"), "c.toml: field buffers.0: String should match pattern"),
+    (BASE.replace('name = "t"', 'name = "a b; rm -rf /"'), "c.toml: field name: String should match pattern"),
+    (BASE + "[[stack]]\nname = 'host-mpich'\nhost = 'mpich'\n", "stack names must be unique; repeated: host-mpich"),
+    ("name = 'x'\napproaches = ['native']\nbenchmarks = ['bw']\n", "c.toml: field stack: Field required"),
+])
+def test_invalid_campaigns_name_file_and_field(text, expected):
+    assert expected in error_of(text)
+
+
+def test_unknown_stack_is_named(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(BASE.replace('name = "debian-mpich"', 'name = "no-such-stack"'))
+    campaign = load_campaign(path)
+    with pytest.raises(CampaignError, match=rf"{path}: field stack.1 \(no-such-stack\): stack 'no-such-stack'"):
+        resolve_stacks(campaign)
+
+
+def test_missing_file():
+    with pytest.raises(CampaignError, match="nowhere.toml: cannot read"):
+        load_campaign("nowhere.toml")
+
+
+def test_the_default_campaign_is_valid(repo):
+    campaign = load_campaign(repo / "examples" / "local.toml")
+    cases = expand(campaign, resolve_stacks(campaign))
+    assert {case.stack.name for case in cases} == {"host-mpich", "host-openmpi", "debian-mpich", "pip-mpich"}
+    assert {case.benchmark.name for case in cases} == {"latency", "bw", "bibw", "allreduce", "alltoall"}
+    assert all(case.placement.ranks == 2 and case.placement.nodes == 1 for case in cases)
