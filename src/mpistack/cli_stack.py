@@ -18,7 +18,7 @@ from .engines import EngineError, get_engine
 from .engines.baseimage import make_base_image
 from .engines.podman import cache_dir
 from .recipes import RecipeError, render, write_context
-from .spec.stack import StackError
+from .spec.stack import Stack, StackError
 
 stack_app = typer.Typer(help="Stack recipes: list, show, render, check, build and run MPI container images.",
                         no_args_is_help=True)
@@ -141,10 +141,10 @@ def check_command(
     raise typer.Exit(1 if n_err else 0)
 
 
-def build_stack(name: str, engine_name: str = "podman", *, log: Path | None = None, check: bool = True,
+def build_stack(name: "str | Stack", engine_name: str = "podman", *, log: Path | None = None, check: bool = True,
                 make_base: bool = True, quiet: bool = False, no_cache: bool = False):
     """Check, make the base image if needed, render, build. Returns the engine's BuildResult."""
-    s = catalogue.load(name)
+    s = name if isinstance(name, Stack) else catalogue.load(name)
     if check:
         bad = compat.errors(compat.check(s))
         if bad:
