@@ -161,6 +161,7 @@ typedef struct {
     void *ctx;
     int coll;                                 /* sample = mean over ranks of the iteration time */
     double (*to_metric)(void *ctx, double dt); /* point-to-point: seconds -> primary metric */
+    size_t size;                              /* message size of the current run */
 } kernel_t;
 long drive_size(run_t *r, const kernel_t *k, long nfixed, long warmup, double *dt,
                 double *metric, double *scratch, double *red);

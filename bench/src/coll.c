@@ -237,6 +237,7 @@ int run_coll(run_t *r)
             buf_set(c.place, c.rb, 0, rl);
         }
 
+        k.size = size;
         long n = drive_size(r, &k, iters, warmup, dt, metric, scratch, red);
 
         size_result_t *s = &r->res[r->nres++];

@@ -197,6 +197,7 @@ int run_pt2pt(run_t *r)
         buf_set(c.place, c.s, 'a', size);
         buf_set(c.place, c.rb, 'b', size);
 
+        k.size = size;
         long n = drive_size(r, &k, iters, warmup, dt, metric, scratch, NULL);
 
         size_result_t *s = &r->res[r->nres++];
