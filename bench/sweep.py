@@ -2,7 +2,8 @@
 """Speed of the standard mpistack-bench sweep: one launch per test with OSU's fixed counts
 versus one suite launch, fixed versus adaptive (--stop ci:REL).
 
-Prints a table per test and size (fixed OSU figure and median vs the adaptive run) and the
+Prints a table per test and size (fixed OSU figure and median vs the adaptive run, and as a
+noise floor the fixed-count median of the per-test launch vs that of the suite launch) and the
 wall times with speed-ups. Standard library only; run by `make -C bench sweep`."""
 from __future__ import annotations
 
@@ -73,14 +74,15 @@ def main() -> int:
 
     hdr = (f"{'test':<10} {'size':>8} {'fixed it':>8} {'fixed figure':>13} {'fixed median':>13}"
            f" {'adapt it':>8} {'adapt median':>13} {'adapt figure':>13} {'vs fig %':>8}"
-           f" {'vs med %':>8}")
+           f" {'vs med %':>8} {'noise %':>8}")
     print()
     print(hdr)
     print("-" * len(hdr))
-    diffs, mdiffs, fixed_it, adapt_it = [], [], 0, 0
+    diffs, mdiffs, ndiffs, fixed_it, adapt_it = [], [], [], 0, 0
     for t in tests:
         fixed = load(out / f"fixed.{t}.json")
         adapt = load(out / f"adapt.{t}.json")
+        rerun = load(out / f"suite.{t}.json")  # the same fixed counts, second launch
         for size, fr in fixed.items():
             ar = adapt[size]
             metric = next(iter(fr["values"]))
@@ -90,11 +92,14 @@ def main() -> int:
             dmed = 100.0 * (amed - fmed) / fmed if fmed else 0.0
             diffs.append((abs(diff), t, size))
             mdiffs.append(abs(dmed))
+            rmed = rerun[size]["stats"]["median"]
+            noise = 100.0 * (rmed - fmed) / fmed if fmed else 0.0
+            ndiffs.append(abs(noise))
             fixed_it += fr["iterations"]
             adapt_it += ar["iterations"]
             print(f"{t:<10} {size:>8} {fr['iterations']:>8} {ffig:>13.2f} {fmed:>13.2f}"
                   f" {ar['iterations']:>8} {amed:>13.2f} {afig:>13.2f} {diff:>+8.2f}"
-                  f" {dmed:>+8.2f}")
+                  f" {dmed:>+8.2f} {noise:>+8.2f}")
     print()
     ref = walls["per-test launches, fixed counts"]
     for k, v in walls.items():
@@ -107,6 +112,9 @@ def main() -> int:
           f"{within}/{len(diffs)} sizes (worst {worst[0]:.2f}% at {worst[1]} {worst[2]} B)")
     print(f"adaptive median within {100 * a.tolerance:.0f}% of the fixed-count median: "
           f"{mwithin}/{len(mdiffs)} sizes")
+    nwithin = sum(1 for d in ndiffs if d <= 100 * a.tolerance)
+    print(f"noise floor: fixed-count medians of two launches (per-test vs suite) within "
+          f"{100 * a.tolerance:.0f}%: {nwithin}/{len(ndiffs)} sizes")
     speed = ref / walls["one suite launch, adaptive"]
     goal = speed >= 3.0 and within == len(diffs)
     print(f"goal (>= 3x and all within {100 * a.tolerance:.0f}%): {'met' if goal else 'NOT met'}")
