@@ -72,7 +72,7 @@ long drive_size(run_t *r, const kernel_t *k, long nfixed, long warmup, double *d
             MPI_Bcast(&stop, 1, MPI_INT, 0, r->comm);
             if (stop)
                 break;
-            next = n + (n / 4 > 4 ? n / 4 : 4);
+            next = n + (n / 2 > 4 ? n / 2 : 4);
             /* re-synchronise the ranks after the broadcast (it leaves rank 0
              * ahead) so the next timed iteration starts as usual: one untimed
              * iteration for small messages, where a skew of a microsecond
