@@ -8,12 +8,13 @@ DB ?= mpistack.db
 # CI sets CI=true: bench builds then fail on any warning
 WERROR := $(if $(filter true,$(CI)),1,0)
 
-.PHONY: run test host venv bench bench-store bench-build lint clean help
+.PHONY: run test host venv bench bench-store bench-recipes bench-build lint clean help
 
 help:
 	@echo "make run          set up this machine, then run the default job"
 	@echo "make test         set up this machine, then run every test"
 	@echo "make bench-store  ingest and query speed of the results store"
+	@echo "make bench-recipes  catalogue render time and cached image builds"
 	@echo "make -C bench sweep   mpistack-bench sweep speed (one launch, adaptive vs OSU-style)"
 
 host:
@@ -32,15 +33,22 @@ bench-build: host
 	$(MAKE) -C bench MPICC=mpicc.mpich BUILD=build-mpich WERROR=$(WERROR)
 	$(MAKE) -C bench MPICC=mpicc.openmpi BUILD=build-openmpi WERROR=$(WERROR)
 
+# The default campaign on this machine; the published references are loaded beside it for comparison.
 run: host venv
 	$(MPISTACK) --db $(DB) ingest --reference all
-	$(MPISTACK) --db $(DB) references
+	$(MPISTACK) --db $(DB) run examples/local.toml
 
 test: host venv
 	$(VPY) -m pytest tests
 
 bench-store: host venv
 	$(VPY) benchmarks/store_speed.py
+
+bench-recipes: host venv
+	$(VPY) benchmarks/recipes_speed.py
+
+bench: bench-store bench-recipes
+	$(MAKE) -C bench sweep
 
 lint: venv
 	$(VPY) -m compileall -q src tests

@@ -99,7 +99,7 @@ def _skip_reason(stack: CampaignStack, approach: ApproachEntry, benchmark: Bench
 
 
 def expand(campaign: Campaign, stacks: list[CampaignStack] | None = None) -> list[Case]:
-    """Every case of the campaign, in a stable order (stacks, approaches, benchmarks, placements)."""
+    """Every case of the campaign, interleaved (see `interleave`)."""
     stacks = stacks if stacks is not None else [resolve_stack(entry) for entry in campaign.stacks]
     cases = []
     for stack in stacks:
@@ -115,4 +115,18 @@ def expand(campaign: Campaign, stacks: list[CampaignStack] | None = None) -> lis
                                               repeat, reason))
     if campaign.include:
         cases = [case for case in cases if any(_matches(case, condition) for condition in campaign.include)]
-    return [case for case in cases if not any(_matches(case, condition) for condition in campaign.exclude)]
+    cases = [case for case in cases if not any(_matches(case, condition) for condition in campaign.exclude)]
+    return interleave(cases)
+
+
+def interleave(cases: list[Case]) -> list[Case]:
+    """Run the cases that will be compared next to each other: per benchmark, placement, buffers and
+    repeat, every stack and approach in turn. A machine whose load drifts during a campaign then biases
+    native and container runs alike instead of whichever ran last."""
+    def group(case: Case) -> tuple:
+        return (case.repeat, case.benchmark.name, case.placement.label, case.buffers)
+
+    order: dict[tuple, int] = {}
+    for case in cases:
+        order.setdefault(group(case), len(order))
+    return sorted(cases, key=lambda case: order[group(case)])  # stable: stacks and approaches keep their order
