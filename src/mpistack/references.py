@@ -3,11 +3,12 @@ the verbatim OSU output (or tables) it holds, with the tags that place it (syste
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
+
+from .spec.toml_files import load_model, read_text
 
 REFERENCES_DIR = Path(__file__).resolve().parents[2] / "references"
 
@@ -47,16 +48,7 @@ class LoadedReference:
 
 
 def _load(path: Path) -> LoadedReference:
-    try:
-        raw = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as error:
-        raise ReferenceError(f"{path}: {error}") from None
-    try:
-        reference = Reference.model_validate(raw)
-    except ValidationError as error:
-        first = error.errors()[0]
-        field_name = ".".join(str(part) for part in first["loc"])
-        raise ReferenceError(f"{path}: field {field_name}: {first['msg']}") from None
+    reference = load_model(Reference, read_text(path, ReferenceError), str(path), ReferenceError)
     return LoadedReference(reference, path.parent)
 
 

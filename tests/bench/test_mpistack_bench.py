@@ -72,7 +72,8 @@ def test_every_benchmark_runs(run_bench, mpi, nranks, test):
     for row in b.rows:
         assert int(row[-1]) == 20, row
         nfig = 2 if test == "mbw_mr" else 1
-        assert all(float(x) > 0 for x in row[1:1 + nfig]), row  # the OSU figures
+        # The OSU figures: positive, though a 1-byte bandwidth of 4 oversubscribed ranks may print 0.00
+        assert all(float(x) >= 0 for x in row[1:1 + nfig]) and float(row[nfig]) > 0, row
         assert all(float(x) >= 0 for x in row[1 + nfig:-1]), row  # min/max (2 decimals)
     if test in BANDWIDTH:
         bw = {int(r[0]): float(r[1]) for r in b.rows}

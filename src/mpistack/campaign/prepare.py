@@ -12,6 +12,7 @@ from ..engines import Engine, get_engine
 from ..recipes.render import bench_source_dir
 from ..spec.campaign import Campaign, CampaignError
 from ..spec.stack import StackError
+from ..spec.toml_files import describe_errors
 from .matrix import Case, CampaignStack, expand, resolve_stack
 from .runner import build_host_bench, new_workdir
 
@@ -22,11 +23,9 @@ def resolve_stacks(campaign: Campaign) -> list[CampaignStack]:
         try:
             stacks.append(resolve_stack(entry))
         except StackError as error:
-            raise CampaignError(f"{campaign.path}: field stack.{index} ({entry.name}): {error}") from None
+            raise CampaignError(f"{campaign.path}: stack.{index} ({entry.name}): {error}") from None
         except ValidationError as error:
-            problem = error.errors()[0]
-            where = ".".join(str(part) for part in problem["loc"])
-            raise CampaignError(f"{campaign.path}: field stack.{index}.inline.{where}: {problem['msg']}") from None
+            raise CampaignError(describe_errors(campaign.path, error, prefix=f"stack.{index}.inline.")) from None
     return stacks
 
 

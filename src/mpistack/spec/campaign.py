@@ -13,11 +13,12 @@ Errors name the file, the field and what was expected.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .toml_files import load_model, read_text
 
 APPROACH_NAMES = ("native", "container", "hybrid", "bind")
 BENCHMARK_NAMES = ("latency", "bw", "bibw", "mbw_mr", "multi_lat", "barrier", "bcast", "reduce", "allreduce",
@@ -138,33 +139,11 @@ class Campaign(_Model):
         return self
 
 
-def _format(path: str, error: ValidationError) -> str:
-    lines = []
-    for problem in error.errors():
-        location = ".".join(str(part) for part in problem["loc"] if part != "__root__") or "(top level)"
-        value = problem.get("input")
-        shown = "" if isinstance(value, (dict, list)) or value is None else f" (got {value!r})"
-        lines.append(f"{path}: field {location}: {problem['msg']}{shown}")
-    return "\n".join(lines)
-
-
 def load_campaign_text(text: str, path: str = "<campaign>") -> Campaign:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise CampaignError(f"{path}: not valid TOML: {error}") from None
-    try:
-        campaign = Campaign.model_validate(data)
-    except ValidationError as error:
-        raise CampaignError(_format(path, error)) from None
+    campaign = load_model(Campaign, text, path, CampaignError)
     campaign.path = path
     return campaign
 
 
 def load_campaign(path: str | Path) -> Campaign:
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise CampaignError(f"{path}: cannot read: {error.strerror}") from None
-    return load_campaign_text(text, str(path))
+    return load_campaign_text(read_text(path, CampaignError), str(path))

@@ -9,11 +9,12 @@ below. Errors name the file, the field and what was expected:
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .toml_files import load_model, read_text
 
 #: tri-state option: True -> --with-X, "/path" -> --with-X=/path, False -> --without-X, None -> not mentioned
 Tristate = Union[bool, str, None]
@@ -273,38 +274,11 @@ class Stack(_Model):
         return out
 
 
-def _format_error(where: str, error: ValidationError) -> str:
-    lines = []
-    for item in error.errors():
-        loc = ".".join(str(p) for p in item["loc"]) or "(top level)"
-        msg = item["msg"].removeprefix("Value error, ")
-        if item["type"] == "extra_forbidden":
-            msg = "unknown field (not part of a stack; check the spelling)"
-        elif item["type"] == "missing":
-            msg = "required field missing"
-        elif item["type"] == "literal_error":
-            msg = msg.replace("Input should be", "expected") + f" (got {item.get('input')!r})"
-        lines.append(f"{where}: {loc}: {msg}")
-    return "\n".join(lines)
-
-
 def load_stack_text(text: str, where: str = "<stack>") -> Stack:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise StackError(f"{where}: not valid TOML: {error}") from None
-    try:
-        stack = Stack.model_validate(data)
-    except ValidationError as error:
-        raise StackError(_format_error(where, error)) from None
+    stack = load_model(Stack, text, where, StackError)
     stack.path = where
     return stack
 
 
 def load_stack(path: str | Path) -> Stack:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise StackError(f"{path}: cannot read: {error.strerror}") from None
-    return load_stack_text(text, str(path))
+    return load_stack_text(read_text(path, StackError), str(path))

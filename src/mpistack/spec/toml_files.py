@@ -1,0 +1,48 @@
+"""Reading TOML files into pydantic models with errors that name the file, the field and what was
+expected: shared by stacks, campaigns and references."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def describe_errors(where: str, error: ValidationError, prefix: str = "") -> str:
+    """One line per problem: 'file.toml: mpi.impl: expected 'mpich' or 'openmpi' (got 'mvapich')'."""
+    lines = []
+    for item in error.errors():
+        location = prefix + ".".join(str(part) for part in item["loc"]) or "(top level)"
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "unknown field (check the spelling)"
+        elif item["type"] == "missing":
+            message = "required field missing"
+        elif item["type"] == "literal_error":
+            message = message.replace("Input should be", "expected") + f" (got {item.get('input')!r})"
+        elif not isinstance(item.get("input"), (dict, list, type(None))):
+            message += f" (got {item['input']!r})"
+        lines.append(f"{where}: {location}: {message}")
+    return "\n".join(lines)
+
+
+def load_model(model: type[Model], text: str, where: str, error: type[Exception]) -> Model:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as problem:
+        raise error(f"{where}: not valid TOML: {problem}") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as problem:
+        raise error(describe_errors(where, problem)) from None
+
+
+def read_text(path: str | Path, error: type[Exception]) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as problem:
+        raise error(f"{path}: cannot read: {problem.strerror}") from None
