@@ -5,8 +5,9 @@ The caller owns the transaction: a file's runs are written together or not at al
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterable
+from typing import Callable, Iterable
 
 from sqlalchemy import Connection, bindparam, insert
 
@@ -98,31 +99,54 @@ def write_runs(connection: Connection, runs: Iterable[ParsedRun], *, source: str
     run_ids = []
     results: list[dict] = []
     tag_rows: list[dict] = []
+    run_insert = _driver_insert(connection, Run.__table__, returning=True)
     for run, run_tags, row in prepared:
-        run_id = connection.execute(insert(Run.__table__).returning(Run.__table__.c.id), row).scalar_one()
+        run_id = connection.exec_driver_sql(run_insert.sql, run_insert.bind(row)).scalar_one()
         run_ids.append(run_id)
         tag_rows.extend({"run_id": run_id, "key": key, "value": str(value)} for key, value in run_tags.items())
         results.extend(result_rows(run, run_id))
+    # Straight to the driver's executemany: SQLAlchemy's per-statement and per-row processing cost more
+    # than the inserts themselves (a typical file has 20-50 results).
     if tag_rows:
-        connection.exec_driver_sql(_insert_sql(connection, RunTag.__table__), tag_rows)
+        connection.exec_driver_sql(_driver_insert(connection, RunTag.__table__).sql, tag_rows)
     if results:
-        # Straight to the driver's executemany: SQLAlchemy's per-row parameter processing cost more
-        # than the insert itself (a typical file has 20-50 results).
-        connection.exec_driver_sql(_insert_sql(connection, Result.__table__), results)
+        connection.exec_driver_sql(_driver_insert(connection, Result.__table__).sql, results)
     return run_ids
 
 
-_INSERT_SQL: dict[tuple[str, str], str] = {}
+@dataclass(frozen=True)
+class _DriverInsert:
+    """An INSERT compiled once per dialect, and the column types' own bind processors (JSON, dates)."""
+
+    sql: str
+    columns: tuple[str, ...]
+    processors: dict[str, Callable]
+
+    def bind(self, row: dict) -> dict:
+        bound = dict.fromkeys(self.columns)
+        bound.update(row)
+        for name, process in self.processors.items():
+            bound[name] = process(bound[name])
+        return bound
 
 
-def _insert_sql(connection: Connection, table) -> str:
-    """INSERT for every column but an autoincrement key, with named parameters in the driver's style."""
-    key = (connection.dialect.name, table.name)
-    if key not in _INSERT_SQL:
-        columns = {column.name: bindparam(column.name) for column in table.columns
-                   if not (column.primary_key and column.autoincrement is not False and len(table.primary_key) == 1)}
-        compiled = insert(table).values(columns).compile(dialect=connection.dialect)
+_DRIVER_INSERTS: dict[tuple[str, str, bool], _DriverInsert] = {}
+
+
+def _driver_insert(connection: Connection, table, returning: bool = False) -> _DriverInsert:
+    """INSERT of every column but an autoincrement key, named parameters in the driver's style."""
+    dialect = connection.dialect
+    key = (dialect.name, table.name, returning)
+    if key not in _DRIVER_INSERTS:
+        columns = [column for column in table.columns
+                   if not (column.primary_key and column.autoincrement is not False and len(table.primary_key) == 1)]
+        statement = insert(table).values({column.name: bindparam(column.name) for column in columns})
+        if returning:
+            statement = statement.returning(*table.primary_key.columns)
+        compiled = statement.compile(dialect=dialect)
         if compiled.positiontup:
-            raise RuntimeError(f"{connection.dialect.name}: driver uses positional parameters")
-        _INSERT_SQL[key] = compiled.string
-    return _INSERT_SQL[key]
+            raise RuntimeError(f"{dialect.name}: driver uses positional parameters")
+        processors = {column.name: process for column in columns
+                      if (process := column.type._cached_bind_processor(dialect)) is not None}
+        _DRIVER_INSERTS[key] = _DriverInsert(compiled.string, tuple(column.name for column in columns), processors)
+    return _DRIVER_INSERTS[key]
