@@ -124,6 +124,7 @@ extern meta_t META;
 extern const testdef_t TESTS[];
 extern const int NTESTS;
 void effective_counts(const run_t *r, size_t size, long *iters, long *warmup);
+long sample_capacity(const run_t *r);
 
 /* stats.c */
 int cmp_double(const void *a, const void *b);

@@ -14,6 +14,21 @@
 
 static int active_device = DEV_NONE;
 
+#if defined(MPISTACK_BENCH_CUDA) || defined(MPISTACK_BENCH_ROCM)
+/* This rank's index on its node, as the launcher tells it (Open MPI, MPICH Hydra, Slurm): one GPU
+ * per local rank, round robin. */
+static int local_rank(void)
+{
+    const char *names[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *value = getenv(names[i]);
+        if (value)
+            return atoi(value);
+    }
+    return 0;
+}
+#endif
+
 int device_compiled(int device)
 {
     switch (device) {
@@ -49,13 +64,7 @@ int device_init(int device, char *err, size_t errlen)
             snprintf(err, errlen, "no CUDA device available");
             return 1;
         }
-        /* one GPU per local rank, round robin */
-        const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-        if (!lr)
-            lr = getenv("MPI_LOCALRANKID");
-        if (!lr)
-            lr = getenv("SLURM_LOCALID");
-        int local = lr ? atoi(lr) : 0;
+        int local = local_rank();
         if (cudaSetDevice(local % n) != cudaSuccess) {
             snprintf(err, errlen, "cudaSetDevice failed");
             return 1;
@@ -69,12 +78,7 @@ int device_init(int device, char *err, size_t errlen)
             snprintf(err, errlen, "no ROCm device available");
             return 1;
         }
-        const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-        if (!lr)
-            lr = getenv("MPI_LOCALRANKID");
-        if (!lr)
-            lr = getenv("SLURM_LOCALID");
-        int local = lr ? atoi(lr) : 0;
+        int local = local_rank();
         if (hipSetDevice(local % n) != hipSuccess) {
             snprintf(err, errlen, "hipSetDevice failed");
             return 1;

@@ -199,15 +199,7 @@ int run_coll(run_t *r)
     unsigned char *stage = buf_alloc('H', slen > rlen ? slen : rlen, r->pagesize);
     c.counts = malloc(sizeof(int) * (size_t)np);
 
-    long cap = 1;
-    for (int large = 0; large < 2; large++) {
-        long it, wu;
-        effective_counts(r, large ? LARGE_MESSAGE_SIZE + 1 : 1, &it, &wu);
-        if (it > cap)
-            cap = it;
-    }
-    if (o->stop_ci > 0 && o->stop_max_set && o->stop_max > cap)
-        cap = o->stop_max;
+    long cap = sample_capacity(r);
     double *dt = malloc(sizeof(double) * (size_t)cap);
     double *metric = malloc(sizeof(double) * (size_t)cap);
     double *scratch = malloc(sizeof(double) * (size_t)cap);

@@ -360,6 +360,22 @@ static int parse_options(int argc, char **argv, opts_t *o)
     return 0;
 }
 
+/* Largest number of timed iterations any size of this run may take: the per-iteration sample arrays
+ * are allocated once with this capacity. */
+long sample_capacity(const run_t *r)
+{
+    long cap = 1;
+    for (int large = 0; large < 2; large++) {
+        long it, wu;
+        effective_counts(r, large ? LARGE_MESSAGE_SIZE + 1 : 1, &it, &wu);
+        if (it > cap)
+            cap = it;
+    }
+    if (r->o->stop_ci > 0 && r->o->stop_max_set && r->o->stop_max > cap)
+        cap = r->o->stop_max;
+    return cap;
+}
+
 void effective_counts(const run_t *r, size_t size, long *iters, long *warmup)
 {
     const opts_t *o = r->o;

@@ -162,15 +162,7 @@ int run_pt2pt(run_t *r)
     c.req = malloc(sizeof(MPI_Request) * 2 * (size_t)c.window);
     c.stat = malloc(sizeof(MPI_Status) * 2 * (size_t)c.window);
 
-    long cap = 1;
-    for (int large = 0; large < 2; large++) {
-        long it, wu;
-        effective_counts(r, large ? LARGE_MESSAGE_SIZE + 1 : 1, &it, &wu);
-        if (it > cap)
-            cap = it;
-    }
-    if (o->stop_ci > 0 && o->stop_max_set && o->stop_max > cap)
-        cap = o->stop_max;
+    long cap = sample_capacity(r);
     double *dt = malloc(sizeof(double) * (size_t)cap);
     double *metric = malloc(sizeof(double) * (size_t)cap);
     double *scratch = malloc(sizeof(double) * (size_t)cap);
