@@ -64,6 +64,8 @@ stack = "*mpich"
     (BASE.replace('name = "t"', 'name = "a b; rm -rf /"'), "c.toml: name: String should match pattern"),
     (BASE + "[[stack]]\nname = 'host-mpich'\nhost = 'mpich'\n", "stack names must be unique; repeated: host-mpich"),
     ("name = 'x'\napproaches = ['native']\nbenchmarks = ['bw']\n", "c.toml: stack: required field missing"),
+    (BASE + "[[placement]]\nranks = 4\nnodes = 2\nranks_per_node = 3\n",
+     "c.toml: placement.0: ranks (4) must equal nodes (2) x ranks_per_node (3)"),
 ])
 def test_invalid_campaigns_name_file_and_field(text, expected):
     assert expected in error_of(text)

@@ -73,7 +73,17 @@ class BenchmarkEntry(_Model):
 class Placement(_Model):
     ranks: Annotated[int, Field(ge=1, le=4096)] = 2
     nodes: Annotated[int, Field(ge=1)] = 1
+    ranks_per_node: Annotated[int, Field(ge=1)] | None = None
     binding: Literal["none", "core", "socket"] = "none"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Placement":
+        if self.ranks_per_node is not None and self.ranks_per_node * self.nodes != self.ranks:
+            raise ValueError(f"ranks ({self.ranks}) must equal nodes ({self.nodes}) x ranks_per_node "
+                             f"({self.ranks_per_node})")
+        if self.ranks < self.nodes:
+            raise ValueError(f"ranks ({self.ranks}) must be at least nodes ({self.nodes})")
+        return self
 
     @property
     def label(self) -> str:
