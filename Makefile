@@ -51,7 +51,7 @@ bench: bench-store bench-recipes
 	$(MAKE) -C bench sweep
 
 lint: venv
-	$(VPY) -m compileall -q src tests
+	$(VPY) -m pyflakes src tests benchmarks
 
 clean:
 	rm -rf $(VENV) bench/build* .pytest_cache .hypothesis

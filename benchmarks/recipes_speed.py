@@ -35,7 +35,7 @@ def render_timing(repeat: int = 5) -> None:
 
 
 def build_timing(first: str, second: str, warm: bool) -> int:
-    from mpistack.cli_stack import build_stack
+    from mpistack.recipes.build import build_stack
     from mpistack.engines import get_engine
     from mpistack.engines.baseimage import make_base_image
 
@@ -54,7 +54,7 @@ def build_timing(first: str, second: str, warm: bool) -> int:
         state = "ok" if result.ok else f"FAILED (log {result.log_path})"
         print(f"build {name}: {result.seconds:.1f} s {state}")
         status |= 0 if result.ok else 1
-    print(f"(the second build shares the base, toolchain and Python layers with the first)")
+    print("(the second build shares the base, toolchain and Python layers with the first)")
     return status
 
 

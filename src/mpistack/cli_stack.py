@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -16,9 +15,9 @@ from rich.table import Table
 from . import catalogue, compat, runtime
 from .engines import EngineError, get_engine
 from .engines.baseimage import make_base_image
-from .engines.podman import cache_dir
 from .recipes import RecipeError, render, write_context
-from .spec.stack import Stack, StackError
+from .recipes.build import build_stack
+from .spec.stack import StackError
 
 stack_app = typer.Typer(help="Stack recipes: list, show, render, check, build and run MPI container images.",
                         no_args_is_help=True)
@@ -141,26 +140,6 @@ def check_command(
     raise typer.Exit(1 if n_err else 0)
 
 
-def build_stack(name: "str | Stack", engine_name: str = "podman", *, log: Path | None = None, check: bool = True,
-                make_base: bool = True, quiet: bool = False, no_cache: bool = False):
-    """Check, make the base image if needed, render, build. Returns the engine's BuildResult."""
-    s = name if isinstance(name, Stack) else catalogue.load(name)
-    if check:
-        bad = compat.errors(compat.check(s))
-        if bad:
-            raise RecipeError("\n".join(f"{f.rule}: {f.message}" for f in bad))
-    recipe = render(s)
-    engine = get_engine(engine_name)
-    if s.base.make and make_base and not engine.image_exists(s.base.image):
-        make_base_image(engine, s.base.make)
-    context = cache_dir() / "build" / s.name
-    write_context(recipe, context)
-    log = log or cache_dir() / "logs" / f"{s.name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    return engine.build(context, context / "Containerfile", s.image_ref(), log_path=log,
-                        on_line=None if quiet else _progress_printer(), extra=["--no-cache"] if no_cache else [])
-
-
 def _progress_printer():
     step_re = re.compile(r"^(STEP \d+/\d+|\[\d+/\d+\] STEP \d+/\d+):")
 
@@ -180,7 +159,7 @@ def build_command(
     """Build a stack's image (making a local base image first when the stack says how)."""
     try:
         with err.status(f"building {name} ...", spinner="dots"):
-            result = build_stack(name, engine, log=log, check=not no_check)
+            result = build_stack(name, engine, log=log, check=not no_check, on_line=_progress_printer())
     except (RecipeError, StackError, EngineError) as error:
         err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None

@@ -47,7 +47,7 @@ def base_image(podman):
 
 
 def _build(name: str, tmp_path):
-    from mpistack.cli_stack import build_stack
+    from mpistack.recipes.build import build_stack
     result = build_stack(name, "podman", log=tmp_path / f"{name}.log", quiet=True)
     assert result.ok, f"build of {name} failed; log {result.log_path}:\n" + "\n".join(result.tail)
     return result
@@ -89,7 +89,7 @@ def test_stack_build_cli_reuses_cache(podman, base_image, tmp_path):
 
 
 def test_unpinned_stack_is_refused_before_building(podman):
-    from mpistack.cli_stack import build_stack
+    from mpistack.recipes.build import build_stack
     from mpistack.recipes import RecipeError
     with pytest.raises(RecipeError, match="source-pinned"):
         build_stack("lumi-cxi-ofi1220-mpich423", "podman", quiet=True)

@@ -58,7 +58,7 @@ def prepare(campaign: Campaign, cases: list[Case], context: Context,
 
 
 def ensure_image(engine: Engine, stack: CampaignStack, context: Context, say: Callable[[str], None]) -> None:
-    from ..cli_stack import build_stack  # the one place that checks, renders and builds a stack
+    from ..recipes.build import build_stack
 
     reference = stack.spec.image_ref()
     if not engine.image_exists(reference):

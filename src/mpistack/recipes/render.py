@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..spec.stack import Stack
-from .blocks import BUILD_BASE, DISTRO_BASE, Step, blocks_for, environment, launcher_of, mpicc_of
+from .blocks import BUILD_BASE, DISTRO_BASE, Step, blocks_for, environment, launcher_of
 from .versions import UnpinnedError
 
 
