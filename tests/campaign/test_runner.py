@@ -97,3 +97,29 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path):
     with sqlite3.connect(db) as connection:
         assert [row[0] for row in connection.execute("SELECT benchmark FROM runs ORDER BY id")] == \
             ["latency", "slow", "allreduce"]
+
+
+def test_a_stack_whose_image_cannot_be_had_fails_its_cases_only(tmp_path):
+    """Unit test: an engine that is not there (a stand-in that raises as podman's wrapper does when the
+    program is missing); the host's cases still run and the image's cases are recorded as failed."""
+    from mpistack.campaign.prepare import plan_cases, prepare
+    from mpistack.engines import EngineError, PodmanEngine
+
+    class MissingEngine(PodmanEngine):
+        def image_exists(self, tag):
+            raise EngineError("podman not found on PATH")
+
+    campaign = load_campaign_text('name = "m"\napproaches = ["native", "container"]\nbenchmarks = ["latency"]\n'
+                                  'benchmark_options = ["-m", "1:8", "-i", "10", "-x", "1"]\n'
+                                  '[[stack]]\nname = "host-mpich"\nhost = "mpich"\n[[stack]]\nname = "pip-mpich"\n')
+    cases, context = plan_cases(campaign)
+    context.engine = MissingEngine()
+    messages = []
+    prepare(campaign, cases, context, say=messages.append)
+    image = next(case.stack.spec.image_ref() for case in cases if case.stack.name == "pip-mpich")
+    assert context.failed_builds == {"pip-mpich": f"image {image} unavailable: podman not found on PATH"}
+    run = CampaignRun(campaign, open_engine(str(tmp_path / "m.db")), context)
+    run.open(resume=False)
+    outcomes = [run.run_case(case) for case in cases]
+    assert [(outcome.case.stack.name, outcome.status) for outcome in outcomes] == [("host-mpich", "ok"),
+                                                                                     ("pip-mpich", "failed")]

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Callable
 
 from pydantic import ValidationError
 
 from ..approaches.base import Context
-from ..engines import Engine, get_engine
-from ..recipes.render import bench_source_dir
+from ..engines import Engine, EngineError, get_engine
+from ..recipes.build import build_stack
+from ..recipes.render import RecipeError, bench_source_dir
 from ..spec.campaign import Campaign, CampaignError
 from ..spec.stack import StackError
 from ..spec.toml_files import describe_errors
@@ -51,23 +53,35 @@ def prepare(campaign: Campaign, cases: list[Case], context: Context,
     host_mpis = sorted({case.stack.entry.host for case in runnable if case.stack.is_host})
     for mpi in host_mpis:
         say(f"building mpistack-bench for the host's {mpi}")
-        context.host_bench[mpi] = build_host_bench(mpi, bench_source_dir())
+        try:
+            context.host_bench[mpi] = build_host_bench(mpi, bench_source_dir())
+        except (OSError, subprocess.CalledProcessError) as error:
+            detail = getattr(error, "stderr", "") or str(error)
+            _failed(context, [case.stack.name for case in runnable if case.stack.entry.host == mpi],
+                    f"cannot build mpistack-bench with the host's {mpi}: {detail.strip()[-500:]}", say)
     image_stacks = {case.stack.name: case.stack for case in runnable if not case.stack.is_host}
-    for name, stack in image_stacks.items():
-        ensure_image(context.engine, stack, context, say)
+    for stack in image_stacks.values():
+        try:
+            ensure_image(context.engine, stack, context, say)
+        except (EngineError, RecipeError) as error:
+            _failed(context, [stack.name], f"image {stack.spec.image_ref()} unavailable: {error}", say)
+
+
+def _failed(context: Context, stacks: list[str], message: str, say: Callable[[str], None]) -> None:
+    """The cases of these stacks will be recorded as failed with this message; the others still run."""
+    say(message.splitlines()[0])
+    for name in stacks:
+        context.failed_builds[name] = message
 
 
 def ensure_image(engine: Engine, stack: CampaignStack, context: Context, say: Callable[[str], None]) -> None:
-    from ..recipes.build import build_stack
-
     reference = stack.spec.image_ref()
     if not engine.image_exists(reference):
         say(f"building image {reference} (stack {stack.name})")
         result = build_stack(stack.spec, engine.program, quiet=True)
         if not result.ok:
             message = f"image build failed ({result.returncode}); log: {result.log_path}"
-            say(f"{stack.name}: {message}")
-            context.failed_builds[stack.name] = "\n".join([message, *result.tail[-10:]])
+            _failed(context, [stack.name], "\n".join([message, *result.tail[-10:]]), say)
             return
         say(f"built {reference} in {result.seconds:.0f} s")
     context.digests[stack.name] = engine.inspect_digest(reference)
