@@ -89,5 +89,5 @@ def print_summary(store: Engine, campaign_id: int, console: Console) -> None:
     rows = summarise(store, campaign_id)
     if not rows:
         return
-    columns = ["stack", "approach", "benchmark", "buffers", "relative", "worst", "worst_size", "verdict"]
+    columns = ["stack", "approach", "benchmark", "buffers", "native", "relative", "worst", "worst_size", "verdict"]
     print_table(rows, columns, title="container against native (1.0 = native speed)", stream=console.file)

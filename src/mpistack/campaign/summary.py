@@ -32,6 +32,7 @@ def summarise(store: Engine, campaign_id: int) -> list[dict]:
     primary = [row for row in rows if row["metric"] in ("latency", "bandwidth")]
     # native figure per (mpi, benchmark, buffers, ranks, size): the median over repeats
     native: dict[tuple, list[float]] = defaultdict(list)
+    native_stacks: dict[str, set[str]] = defaultdict(set)
     measured: dict[tuple, dict[int | None, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in primary:
         if row["status"] != "ok":
@@ -39,8 +40,10 @@ def summarise(store: Engine, campaign_id: int) -> list[dict]:
         figure = row.get("median", row["value"])
         if row["approach"] == "native":
             native[(row["mpi"], row["benchmark"], row["buffers"], row["ranks"], row["size"])].append(figure)
+            native_stacks[row["mpi"]].add(row["stack"])
         else:
-            key = (row["stack"], row["approach"], row["benchmark"], row["mpi"], row["buffers"], row["ranks"], row["metric"])
+            key = (row["stack"], _approach_label(row), row["benchmark"], row["mpi"], row["buffers"], row["ranks"],
+                   row["metric"])
             measured[key][row["size"]].append(figure)
     summary = []
     for (stack, approach, benchmark, mpi, buffers, ranks, metric), by_size in sorted(measured.items()):
@@ -52,7 +55,8 @@ def summarise(store: Engine, campaign_id: int) -> list[dict]:
             ratio = _relative(metric, _median(values), _median(baseline))
             if ratio is not None:
                 ratios.append((ratio, size))
-        entry = {"stack": stack, "approach": approach, "benchmark": benchmark, "buffers": buffers, "ranks": ranks}
+        entry = {"stack": stack, "approach": approach, "benchmark": benchmark, "buffers": buffers, "ranks": ranks,
+                 "native": ", ".join(sorted(native_stacks.get(mpi, ())))}
         if not ratios:
             summary.append({**entry, "verdict": f"untested: no native {mpi} run to compare"})
             continue
@@ -63,6 +67,11 @@ def summarise(store: Engine, campaign_id: int) -> list[dict]:
                         "verdict": "works at speed" if geomean >= AT_SPEED else "runs but slow"})
     summary.extend(_unsuccessful(store, campaign_id))
     return summary
+
+
+def _approach_label(row: dict) -> str:
+    """The approach as the campaign named it: single-copy confinement is a variant of its own."""
+    return row["approach"] + ("+single-copy" if row.get("confinement") == "single-copy" else "")
 
 
 def _unsuccessful(store: Engine, campaign_id: int) -> list[dict]:
