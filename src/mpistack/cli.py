@@ -97,8 +97,8 @@ def ingest(
 ) -> None:
     """Store the runs and results found in benchmark output files.
 
-    Each file is parsed by content (OSU 5.x-7.x text, mpistack-bench JSON, Markdown tables) and written in
-    its own transaction; a file that cannot be read is reported with its line and the rest go on.
+    Each file is parsed by content (OSU 5.x-7.x text, mpistack-bench JSON, Markdown tables) and written
+    whole or not at all; a file that cannot be read is reported with its line and the rest go on.
     """
     if not files and not reference:
         err.print("[red]error:[/red] give FILE... to ingest, or --reference NAME (see `mpistack references`)")
@@ -212,10 +212,8 @@ def db_upgrade(db: DbOption = None) -> None:
 @db_app.command("version")
 def db_version(db: DbOption = None) -> None:
     """Print the store's schema revision."""
-    from .store import open_engine as open_store
-
     try:
-        engine = open_store(db or _State.db, migrate=False)
+        engine = open_engine(db or _State.db, migrate=False)
     except StoreError as error:
         err.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None

@@ -10,13 +10,13 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from . import catalogue, compat, runtime
 from .engines import EngineError, get_engine
 from .engines.baseimage import make_base_image
 from .recipes import RecipeError, render, write_context
 from .recipes.build import build_stack
+from .report.tables import print_table
 from .spec.stack import StackError
 
 stack_app = typer.Typer(help="Stack recipes: list, show, render, check, build and run MPI container images.",
@@ -48,20 +48,19 @@ def _print_findings(findings: list[compat.Finding], verbose: bool = False) -> No
 @stack_app.command("list")
 def list_command() -> None:
     """The catalogue: every named stack with its image tag."""
-    table = Table(box=None, header_style="bold")
-    for column in ("name", "image tag", "mpi", "transport", "gpu", "mode"):
-        table.add_column(column, no_wrap=True)
+    rows = []
     for path in catalogue.stack_files():
         try:
             s = catalogue.load(str(path))
         except StackError as error:
-            table.add_row(path.stem, "[red]invalid[/red]", escape(str(error)[:60]), "", "", "")
+            rows.append({"name": path.stem, "image tag": "invalid", "mpi": str(error)[:60]})
             continue
         transport = s.mpi.device + (f" ofi {s.libfabric.version}" if s.libfabric else "")
         gpu = f"{s.gpu.kind} {s.gpu.version or ''}".strip() if s.gpu.kind != "none" else "-"
         mode = s.mode if s.mode == "source" else f"{s.mode}/{s.mpi.channel}"
-        table.add_row(s.name, s.version_tag(), f"{s.mpi.impl} {s.mpi.version}", transport, gpu, mode)
-    out.print(table)
+        rows.append({"name": s.name, "image tag": s.version_tag(), "mpi": f"{s.mpi.impl} {s.mpi.version}",
+                     "transport": transport, "gpu": gpu, "mode": mode})
+    print_table(rows, ["name", "image tag", "mpi", "transport", "gpu", "mode"])
 
 
 @stack_app.command("show")

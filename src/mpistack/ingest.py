@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 
 from sqlalchemy import Engine
 
-from .parsers import ParseError, parse_file
+from .parsers import ParsedRun, ParseError, parse_file
 from .store.writer import write_runs
 
 # Files are committed in groups: a commit costs about as much as writing a whole file's results, and
@@ -29,6 +29,13 @@ class IngestReport:
     results: int = 0
     incomplete: int = 0
     errors: list[str] = field(default_factory=list)
+
+    def stored(self, runs: list[ParsedRun]) -> None:
+        """Count one file's runs, once they are written."""
+        self.files += 1
+        self.runs += len(runs)
+        self.results += sum(run.result_count for run in runs)
+        self.incomplete += sum(1 for run in runs if run.incomplete)
 
 
 def ingest_files(engine: Engine, paths: Iterable[str | Path], tags: dict[str, str] | None = None,
@@ -49,10 +56,7 @@ def ingest_files(engine: Engine, paths: Iterable[str | Path], tags: dict[str, st
             except ValueError as error:  # a tag that does not fit its column
                 report.errors.append(f"{path}: {error}")
             else:
-                report.files += 1
-                report.runs += len(runs)
-                report.results += sum(len(row.values) for run in runs for row in run.rows)
-                report.incomplete += sum(1 for run in runs if run.incomplete)
+                report.stored(runs)
                 pending += 1
             if pending >= COMMIT_EVERY_FILES or time.monotonic() - started > COMMIT_EVERY_SECONDS:
                 transaction.commit()

@@ -36,21 +36,34 @@ def test_matrix_of_host_and_image_stacks():
 
 def test_include_exclude_repeats_and_skips():
     text = BASE.replace('name = "t"', 'name = "t"\nrepeats = 2\nbuffers = ["H-H", "D-D"]') + """
+[[stack]]
+name = "pip-mpich"
 [[placement]]
 ranks = 4
 [[exclude]]
 approach = "hybrid"
 [[include]]
-stack = "*mpich"
+stack = "debian-*"
+[[include]]
+approach = "native"
 """
     campaign = load_campaign_text(text)
     cases = expand(campaign, resolve_stacks(campaign))
+    # include: a case is kept when any include matches (pip-mpich matches none); exclude always wins
+    assert {case.stack.name for case in cases} == {"host-mpich", "debian-mpich"}
     assert {case.approach.name for case in cases} == {"native", "container", "bind"}
     assert {case.repeat for case in cases} == {1, 2}
+    assert len(cases) == 3 * 2 * 2 * 2  # (native, container, bind) x 2 benchmarks x 2 buffers x 2 repeats
     skipped = {case.key: case.skip for case in cases if case.skip}
     assert skipped["host-mpich/native/latency/n4N1/H-H/r1"] == "latency runs on exactly 2 ranks"
     assert "need a GPU stack" in skipped["debian-mpich/container/allreduce/n4N1/D-D/r2"]
-    assert not cases[0].skip or cases[0].benchmark.name == "latency"
+    assert not any(case.skip for case in cases if case.benchmark.name == "allreduce" and case.buffers == "H-H")
+
+
+def test_compared_cases_run_next_to_each_other():
+    campaign = load_campaign_text(BASE)
+    keys = [case.key for case in expand(campaign, resolve_stacks(campaign))]
+    assert [key.split("/")[2] for key in keys] == ["latency"] * 4 + ["allreduce"] * 4
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..campaign.matrix import Case
 from ..engines import Engine
+from ..runtime import presets
 
 HOST_LAUNCHERS = {
     "mpich": ["mpiexec.mpich"],
@@ -72,6 +73,19 @@ def host_launcher(mpi: str, ranks: int, binding: str) -> list[str]:
     if binding != "none":
         argv += ["-bind-to", binding] if mpi == "mpich" else ["--bind-to", binding]
     return argv
+
+
+def image_env(case: Case) -> dict[str, str]:
+    """The stack's runtime preset, passed into its containers."""
+    return presets(case.stack.spec, local_root=os.geteuid() == 0, gpu="D" in case.buffers).env
+
+
+def image_launch(case: Case, context: Context, argv: list[str], output: Path | None, label: str,
+                 host_env: dict[str, str] | None = None, **facts: str) -> Launch:
+    """A launch that starts containers: the engine's environment, cleanup label, image and confinement."""
+    confinement = "single-copy" if case.approach.single_copy else "default"
+    return Launch(argv=argv, env={**os.environ, **context.engine.env(), **(host_env or {})}, output=output,
+                  label=label, image=context.images[case.stack.name], facts={"confinement": confinement, **facts})
 
 
 def container_run(context: Context, case: Case, image: str, label: str, env: dict[str, str],

@@ -14,9 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..campaign.matrix import Case
-from ..runtime import presets
 from . import hybrid
-from .base import Context, Launch, Refused, benchmark_argv, root_env
+from .base import Context, Launch, Refused, benchmark_argv, image_env, image_launch, root_env
 
 MOUNT_DIR = "/opt/mpistack/host-mpi/lib"
 # The host's MPI library and the names a binary may ask it by.
@@ -59,11 +58,9 @@ def plan(case: Case, context: Context, output, options: list[str], label: str) -
         mounts += ["-v", f"{source}:{MOUNT_DIR}/{name}:ro"]
     for directory in _plugin_dirs():
         mounts += ["-v", f"{directory}:{directory}:ro"]
-    env = presets(case.stack.spec, local_root=os.geteuid() == 0, gpu="D" in case.buffers).env
+    env = image_env(case)
     env.pop("MPICH_CH4_NETMOD", None)  # the image's wheel setting means nothing to the host's library
     env["LD_LIBRARY_PATH"] = MOUNT_DIR
     argv = [*hybrid.host_side(case, context, label, env, mounts),
             *benchmark_argv(case, "mpistack-bench", output, options)]
-    confinement = "single-copy" if case.approach.single_copy else "default"
-    return Launch(argv=argv, env=dict(os.environ) | context.engine.env() | root_env(), output=output, label=label,
-                  image=context.images[case.stack.name], facts={"confinement": confinement, "bound_mpi": host_mpi})
+    return image_launch(case, context, argv, output, label, host_env=root_env(), bound_mpi=host_mpi)

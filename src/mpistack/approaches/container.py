@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import os
-
 from ..campaign.matrix import Case
-from ..runtime import launch_command, presets
-from .base import Context, Launch, benchmark_argv, container_run
+from ..runtime import launch_command
+from .base import Context, Launch, benchmark_argv, container_run, image_env, image_launch
 
 
 def plan(case: Case, context: Context, output, options: list[str], label: str) -> Launch:
-    spec = case.stack.spec
-    image = context.images[case.stack.name]
-    env = presets(spec, local_root=os.geteuid() == 0, gpu="D" in case.buffers).env
-    inner = launch_command(spec, case.placement.ranks, benchmark_argv(case, "mpistack-bench", output, options))
-    argv = [*container_run(context, case, image, label, env), *inner]
-    confinement = "single-copy" if case.approach.single_copy else "default"
-    return Launch(argv=argv, env=dict(os.environ) | context.engine.env(), output=output, label=label, image=image,
-                  facts={"confinement": confinement})
+    inner = launch_command(case.stack.spec, case.placement.ranks,
+                           benchmark_argv(case, "mpistack-bench", output, options))
+    argv = [*container_run(context, case, context.images[case.stack.name], label, image_env(case)), *inner]
+    return image_launch(case, context, argv, output, label)

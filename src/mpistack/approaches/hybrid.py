@@ -8,11 +8,9 @@ MPICH and its derivatives do; Open MPI wires up through PMIx and is refused.
 
 from __future__ import annotations
 
-import os
-
 from ..campaign.matrix import Case
-from ..runtime import presets
-from .base import Context, Launch, Refused, benchmark_argv, container_run, host_launcher, root_env
+from .base import (Context, Launch, Refused, benchmark_argv, container_run, host_launcher, image_env,
+                   image_launch, root_env)
 
 # Rank-private variables the host launcher sets for each rank: passed into its container.
 PMI_ENV_PATTERNS = ["PMI_*", "MPIR_CVAR_*", "HYDI_*", "HYDRA_*"]
@@ -32,8 +30,5 @@ def host_side(case: Case, context: Context, label: str, env: dict[str, str], ext
 
 
 def plan(case: Case, context: Context, output, options: list[str], label: str) -> Launch:
-    env = presets(case.stack.spec, local_root=os.geteuid() == 0, gpu="D" in case.buffers).env
-    argv = [*host_side(case, context, label, env), *benchmark_argv(case, "mpistack-bench", output, options)]
-    confinement = "single-copy" if case.approach.single_copy else "default"
-    return Launch(argv=argv, env=dict(os.environ) | context.engine.env() | root_env(), output=output, label=label,
-                  image=context.images[case.stack.name], facts={"confinement": confinement})
+    argv = [*host_side(case, context, label, image_env(case)), *benchmark_argv(case, "mpistack-bench", output, options)]
+    return image_launch(case, context, argv, output, label, host_env=root_env())

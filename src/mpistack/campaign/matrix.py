@@ -14,9 +14,6 @@ from ..catalogue import load as load_catalogue_stack
 from ..spec.campaign import ApproachEntry, BenchmarkEntry, Campaign, Filter, Placement, StackEntry
 from ..spec.stack import Stack
 
-IMAGE_APPROACHES = ("container", "hybrid", "bind")
-
-
 @dataclass(frozen=True)
 class CampaignStack:
     """A stack as a campaign uses it: the host's MPI, or an image built from a stack spec."""

@@ -26,16 +26,15 @@ from sqlalchemy import Engine, insert, select
 
 from .. import __version__, approaches
 from ..approaches.base import HOST_COMPILERS, Context, Launch, Refused
-from ..engines import Engine as ContainerEngine
 from ..parsers import ParseError, ParsedRun, parse_text
 from ..parsers.osu_names import primary_metric
 from ..spec.campaign import Campaign
 from ..store.schema import Campaign as CampaignRow
-from ..store.schema import Run, RunTag
+from ..store.schema import Run, RunStatus, RunTag
 from ..store.writer import write_runs
 from .matrix import Case
 
-FINAL_STATUSES = ("ok", "failed", "timeout", "validation-failed", "skipped")
+FINAL_STATUSES = tuple(status.value for status in RunStatus)  # every recorded status ends a case
 # Exit codes of podman (125: engine error, 126: cannot invoke, 127: not found) and of a launcher that
 # could not start: infrastructure, worth a retry; anything else is the benchmark's own failure.
 INFRASTRUCTURE_EXIT_CODES = {125, 126, 127}
@@ -115,13 +114,11 @@ class CampaignRun:
         with self.store.begin() as connection:
             write_runs(connection, runs, source=f"campaign {self.campaign.name}", tags=tags,
                        campaign_id=self.campaign_id, extra=extra)
-        return sum(len(row.values) for run in runs for row in run.rows)
+        return sum(run.result_count for run in runs)
 
     # -- one case -----------------------------------------------------------------------------------
-    def plan(self, case: Case, workdir: Path | None = None) -> Launch:
-        label = f"mpistack-{self.campaign_id or 0}-{uuid.uuid4().hex[:8]}"
-        output = None if case.benchmark.program else (workdir or self.context.workdir) / f"{label}.json"
-        return approaches.plan(case, self.context, output, list(self.campaign.benchmark_options), label)
+    def plan(self, case: Case) -> Launch:
+        return plan_case(self.campaign, case, self.context, self.campaign_id or 0)
 
     def _kill(self, process: subprocess.Popen, label: str | None) -> None:
         for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -135,7 +132,7 @@ class CampaignRun:
             except subprocess.TimeoutExpired:
                 continue
         if label and self.context.engine.available():
-            remove_containers(self.context.engine, label)
+            self.context.engine.remove_containers(f"mpistack.case={label}")
 
     def _execute(self, launch: Launch) -> tuple[int | None, str, str]:
         """Run the launch under the campaign's timeout; None as exit code means it timed out."""
@@ -191,30 +188,28 @@ class CampaignRun:
             self._kill(self._current, self._current_label)
 
 
-def remove_containers(engine: ContainerEngine, label: str) -> None:
-    listing = subprocess.run(engine.command("ps", "-aq", "--filter", f"label=mpistack.case={label}"),
-                             env=engine.env(), capture_output=True, text=True)
-    ids = listing.stdout.split()
-    if ids:
-        subprocess.run(engine.command("rm", "-f", *ids), env=engine.env(), capture_output=True)
+def plan_case(campaign: Campaign, case: Case, context: Context, campaign_id: int = 0) -> Launch:
+    """The exact command of a case, with a fresh label for its containers and its JSON output file."""
+    label = f"mpistack-{campaign_id}-{uuid.uuid4().hex[:8]}"
+    output = None if case.benchmark.program else context.workdir / f"{label}.json"
+    return approaches.plan(case, context, output, list(campaign.benchmark_options), label)
 
 
 def interpret(launch: Launch, code: int | None, stdout: str, stderr: str,
               timeout: float) -> tuple[list[ParsedRun], str | None, str | None]:
     """Parsed runs, an explicit status (None: the parsed runs' own), and a message for the record."""
     runs: list[ParsedRun] = []
-    problems = []
-    texts = []
+    problem = None
     if launch.output is not None and launch.output.is_file():
-        texts.append((launch.output.read_text(errors="replace"), str(launch.output)))
-    elif stdout.strip():
-        texts.append((stdout, "stdout"))
-    for text, source in texts:
+        text, source = launch.output.read_text(errors="replace"), str(launch.output)
+    else:
+        text, source = stdout, "stdout"
+    if text.strip():
         try:
             runs = parse_text(text, source)
         except ParseError as error:
-            problems.append(str(error))
-    tail = "\n".join(line for line in stderr.strip().splitlines()[-15:])
+            problem = str(error)
+    tail = "\n".join(stderr.strip().splitlines()[-15:])
     if code is None:
         return runs, "timeout", f"killed after {timeout:g} s" + (f"\n{tail}" if tail else "")
     if code != 0:
@@ -222,7 +217,7 @@ def interpret(launch: Launch, code: int | None, stdout: str, stderr: str,
         return runs, "validation-failed" if failed_validation else "failed", \
             f"exit status {code}" + (f"\n{tail}" if tail else "")
     if not runs:
-        return [], "failed", "; ".join(problems) or "no benchmark output"
+        return [], "failed", problem or "no benchmark output"
     return runs, None, None
 
 

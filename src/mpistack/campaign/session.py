@@ -16,7 +16,7 @@ from ..approaches.base import Refused
 from ..report.tables import print_table
 from ..spec.campaign import Campaign
 from .prepare import plan_cases, prepare
-from .runner import CampaignRun
+from .runner import CampaignRun, plan_case
 from .summary import summarise
 
 _STATUS_STYLE = {"ok": "green", "skipped": "yellow", "timeout": "red", "failed": "red", "validation-failed": "red"}
@@ -34,14 +34,13 @@ class SessionResult:
 def dry_run(campaign: Campaign, console: Console) -> int:
     """Print every case with its exact command line; builds and runs nothing."""
     cases, context = plan_cases(campaign)
-    runner = CampaignRun(campaign, store=None, context=context)  # type: ignore[arg-type]
     for index, case in enumerate(cases, start=1):
         console.print(f"[bold]{index:>3}[/bold] {escape(case.key)}", highlight=False)
         if case.skip:
             console.print(f"      skipped: {escape(case.skip)}", highlight=False)
             continue
         try:
-            launch = runner.plan(case)
+            launch = plan_case(campaign, case, context)
         except Refused as refused:
             console.print(f"      skipped: {escape(str(refused))}", highlight=False)
             continue

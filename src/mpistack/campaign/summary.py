@@ -10,6 +10,7 @@ benchmark) is compared with the native run of the host MPI of the same implement
 from __future__ import annotations
 
 import math
+from statistics import median
 from collections import defaultdict
 
 from sqlalchemy import Engine, select
@@ -52,7 +53,7 @@ def summarise(store: Engine, campaign_id: int) -> list[dict]:
             baseline = native.get((mpi, benchmark, buffers, ranks, size))
             if not baseline:
                 continue
-            ratio = _relative(metric, _median(values), _median(baseline))
+            ratio = _relative(metric, median(values), median(baseline))
             if ratio is not None:
                 ratios.append((ratio, size))
         entry = {"stack": stack, "approach": approach, "benchmark": benchmark, "buffers": buffers, "ranks": ranks,
@@ -88,9 +89,3 @@ def _unsuccessful(store: Engine, campaign_id: int) -> list[dict]:
             out.append({"stack": stack, "approach": approach, "benchmark": benchmark, "buffers": buffers,
                         "ranks": ranks, "verdict": f"{verdict}: {reason}" if reason else verdict})
     return out
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2

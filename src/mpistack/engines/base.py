@@ -83,10 +83,13 @@ class Engine:
         return proc
 
     def image_exists(self, tag: str) -> bool:
-        self._require()
-        proc = subprocess.run(self.command("image", "inspect", tag), env=self.env(), capture_output=True,
-                              text=True)
-        return proc.returncode == 0
+        return self._run(["image", "inspect", tag], check=False).returncode == 0
+
+    def remove_containers(self, label: str) -> None:
+        """Remove every container, running or not, that carries this label (key=value)."""
+        ids = self._run(["ps", "-aq", "--filter", f"label={label}"], check=False).stdout.split()
+        if ids:
+            self._run(["rm", "-f", *ids], check=False)
 
     def inspect(self, tag: str) -> dict:
         proc = self._run(["image", "inspect", tag])

@@ -48,6 +48,11 @@ class ParsedRun:
     tags: dict[str, str] = field(default_factory=dict)
 
     @property
+    def result_count(self) -> int:
+        """Results this run stores: one per metric per message size."""
+        return sum(len(row.values) for row in self.rows)
+
+    @property
     def primary_metric(self) -> str:
         return next(iter(self.units))
 

@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .toml_files import load_model, read_text
 
-APPROACH_NAMES = ("native", "container", "hybrid", "bind")
 BENCHMARK_NAMES = ("latency", "bw", "bibw", "mbw_mr", "multi_lat", "barrier", "bcast", "reduce", "allreduce",
                    "gather", "scatter", "allgather", "alltoall", "reduce_scatter")
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", max_length=100)]

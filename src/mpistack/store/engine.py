@@ -6,9 +6,7 @@ schema is brought to the current revision (Alembic) when a store is opened.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 
@@ -94,9 +92,3 @@ def open_engine(db: str | None = None, migrate: bool = True) -> Engine:
     if migrate and revision != SCHEMA_REVISION:
         upgrade(engine)
     return engine
-
-
-@contextmanager
-def transaction(engine: Engine) -> Iterator[Connection]:
-    with engine.begin() as connection:
-        yield connection

@@ -28,7 +28,5 @@ def replace_reference(engine: Engine, loaded: LoadedReference, tags: dict[str, s
         connection.execute(delete(Run).where(Run.id.in_(old_runs)))
         for path, file_tags, runs in parsed:
             write_runs(connection, runs, source=str(path), tags=file_tags)
-            report.files += 1
-            report.runs += len(runs)
-            report.results += sum(len(row.values) for run in runs for row in run.rows)
+            report.stored(runs)
     return report
