@@ -12,8 +12,8 @@ from pathlib import Path
 
 from .. import __version__
 from ..spec.stack import Stack
-from .blocks import BUILD_BASE, DISTRO_BASE, Step, blocks_for, environment, launcher_of
-from .versions import UnpinnedError
+from .blocks import BUILD_BASE, DISTRO_BASE, Step, blocks_for, environment
+from ..spec.pins import UnpinnedError
 
 
 class RecipeError(ValueError):
@@ -53,7 +53,7 @@ def labels_for(stack: Stack) -> dict[str, str]:
         "org.mpistack.stack": stack.name,
         "org.mpistack.tag": stack.version_tag(),
         "org.mpistack.mpi": f"{stack.mpi.impl}-{stack.mpi.version}",
-        "org.mpistack.launcher": launcher_of(stack),
+        "org.mpistack.launcher": stack.launcher,
         "org.mpistack.versions": json.dumps(stack.versions(), sort_keys=True, separators=(",", ":")),
         "org.mpistack.spec": json.dumps(spec, sort_keys=True, separators=(",", ":")),
     }

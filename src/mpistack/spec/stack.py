@@ -22,6 +22,12 @@ Tristate = Union[bool, str, None]
 VERSION_RE = re.compile(r"^\d+(\.\d+){0,3}([.-]?(post|rc|a|b)\d*)?$")
 
 
+#: Debian's names for each MPI's compiler wrapper and launcher (both MPIs install side by side)
+APT_MPI_COMMANDS = {"mpich": ("mpicc.mpich", "mpiexec.mpich"), "openmpi": ("mpicc.openmpi", "mpirun.openmpi")}
+#: where MPI wheels from PyPI are installed in an image
+PIP_MPI_PREFIX = "/opt/mpi"
+
+
 class StackError(ValueError):
     """An invalid stack file or an impossible request; the message names the file and the field."""
 
@@ -249,6 +255,24 @@ class Stack(_Model):
 
     def image_ref(self) -> str:
         return f"localhost/mpistack/{self.name}:{self.version_tag()}"
+
+    @property
+    def mpicc(self) -> str:
+        """The MPI compiler wrapper inside the image."""
+        if self.mpi.channel == "apt":
+            return APT_MPI_COMMANDS[self.mpi.impl][0]
+        if self.mpi.channel == "pip":
+            return f"{PIP_MPI_PREFIX}/bin/mpicc"
+        return f"{self.mpi.prefix}/bin/mpicc"
+
+    @property
+    def launcher(self) -> str:
+        """The image's own MPI launcher."""
+        if self.mpi.launcher:
+            return self.mpi.launcher
+        if self.mpi.channel == "apt":
+            return APT_MPI_COMMANDS[self.mpi.impl][1]
+        return "mpiexec" if self.mpi.impl == "mpich" else "mpirun"
 
     def components(self) -> list[tuple[str, Component]]:
         out: list[tuple[str, Component]] = []
