@@ -72,7 +72,7 @@ def test_markdown_tables_parse_to_the_published_numbers(seeds):
 
 
 def test_shipped_references_are_the_seeds(seeds):
-    """references/ holds verbatim slices: together they carry every block of every seed."""
+    """The shipped references hold verbatim slices: together they carry every block of every seed."""
     shipped = [run for loaded in references.available().values() for path, _tags in loaded.files()
                for run in parse_file(path)]
     from_seeds = [run for seed in sorted(SEEDS_WITH_OSU_TEXT) + ["002_b77bdc9bb1d28229.txt"]

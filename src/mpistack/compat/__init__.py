@@ -352,7 +352,7 @@ def _abi(stack: Stack, ctx: Target) -> str | None:
 @rule("source-pinned", "error",
       "Every source download is verified against a sha256 pinned in versions.toml; a release without one "
       "cannot be built.",
-      "mpistack policy (src/mpistack/recipes/versions.toml)")
+      "mpistack policy (src/mpistack/data/versions.toml)")
 def _pinned(stack: Stack, ctx: Target) -> str | None:
     if stack.mode != "source":
         return None

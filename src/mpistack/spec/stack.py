@@ -1,6 +1,6 @@
 """Stack specification: base image, MPI, transport libraries, GPU, benchmarks.
 
-A stack is written in TOML (see src/mpistack/catalogue/*.toml) and validated by the pydantic models
+A stack is written in TOML (see src/mpistack/data/catalogue/*.toml) and validated by the pydantic models
 below. Errors name the file, the field and what was expected:
 
     debian-mpich.toml: mpi.device: expected one of 'ch4:ofi', 'ch4:ucx', 'ch3:nemesis' (got 'ch5')
