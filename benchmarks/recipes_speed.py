@@ -18,7 +18,7 @@ import time
 
 
 def render_timing(repeat: int = 5) -> None:
-    from mpistack import catalogue
+    from mpistack.spec import catalogue
     from mpistack.recipes import render
 
     times = []
@@ -35,9 +35,9 @@ def render_timing(repeat: int = 5) -> None:
 
 
 def build_timing(first: str, second: str, warm: bool) -> int:
-    from mpistack.recipes.build import build_stack
+    from mpistack.images.build import build_stack
     from mpistack.engines import get_engine
-    from mpistack.engines.baseimage import make_base_image
+    from mpistack.images.baseimage import make_base_image
 
     engine = get_engine("podman")
     probe = subprocess.run(engine.command("info"), env=engine.env(), capture_output=True, text=True)

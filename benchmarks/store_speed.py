@@ -15,10 +15,10 @@ from pathlib import Path
 
 from sqlalchemy import insert
 
-from mpistack.ingest import ingest_files
-from mpistack.store import open_engine
-from mpistack.store.query import Filter, query_results
-from mpistack.store.schema import Result, Run, RunTag, utcnow
+from mpistack.ingest.files import ingest_files
+from mpistack.store import open_database
+from mpistack.store.query import Where, query_results
+from mpistack.store.schema import ResultRow, RunRow, RunTagRow, utcnow
 
 FILES = 10_000
 RESULTS = 1_000_000
@@ -40,7 +40,7 @@ def ingest_rate(workdir: Path) -> None:
         path = workdir / f"osu_bw_{index}.txt"
         path.write_text(osu_text(rng))
         files.append(path)
-    engine = open_engine(str(workdir / "ingest.db"))
+    engine = open_database(str(workdir / "ingest.db"))
     start = time.perf_counter()
     report = ingest_files(engine, files, {"system": "bench"})
     elapsed = time.perf_counter() - start
@@ -51,18 +51,18 @@ def ingest_rate(workdir: Path) -> None:
 
 def filled_store(path: Path):
     """One million results in 43,478 runs of 23 sizes, tagged across systems and approaches."""
-    engine = open_engine(str(path))
+    engine = open_database(str(path))
     rng = random.Random(2)
     runs = RESULTS // len(SIZES) + 1
     with engine.begin() as connection:
         for first in range(1, runs + 1, 5000):
             ids = range(first, min(first + 5000, runs + 1))
-            connection.execute(insert(Run.__table__), [
+            connection.execute(insert(RunRow.__table__), [
                 {"id": run_id, "benchmark": "bw", "status": "ok", "incomplete": False, "created_at": utcnow(),
                  "approach": APPROACHES[run_id % len(APPROACHES)]} for run_id in ids])
-            connection.execute(insert(RunTag.__table__), [
+            connection.execute(insert(RunTagRow.__table__), [
                 {"run_id": run_id, "key": "system", "value": SYSTEMS[run_id % len(SYSTEMS)]} for run_id in ids])
-            connection.execute(insert(Result.__table__), [
+            connection.execute(insert(ResultRow.__table__), [
                 {"run_id": run_id, "benchmark": "bw", "size": size, "metric": "bandwidth",
                  "value": rng.uniform(0.1, 25000), "unit": "MB/s"} for run_id in ids for size in SIZES])
     return engine
@@ -73,7 +73,7 @@ def query_time(workdir: Path) -> None:
     start = time.perf_counter()
     engine = filled_store(db)
     print(f"store: {RESULTS:,} results written in {time.perf_counter() - start:.1f} s (bulk insert)")
-    filters = [Filter.parse(text) for text in ("system=lumi", "approach=native", "benchmark=bw", "size=4194304")]
+    filters = [Where.parse(text) for text in ("system=lumi", "approach=native", "benchmark=bw", "size=4194304")]
     query_results(engine, filters)  # warm the page cache as a second query would find it
     start = time.perf_counter()
     rows = query_results(engine, filters)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Re-creates the data files under references/ from the source documents in ../shared/seeds/.
+"""Re-creates the data files under src/mpistack/data/references/ from the source documents in ../shared/seeds/.
 
 The data files are verbatim slices of the published documents (OSU output with its prompts and loader
 noise, or Markdown tables), so that what mpistack ingests is exactly what was published. Run it from the
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 SEEDS = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/seeds")
-OUT = Path("references")
+OUT = Path("src/mpistack/data/references")
 
 # (reference directory, data file, seed file, first line, last line, keep-section predicate)
 SLICES = [

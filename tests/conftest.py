@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from mpistack.spec import catalogue, load_stack_text
+
 REPO = Path(__file__).resolve().parents[1]
 SEEDS = REPO.parent / "shared" / "seeds"
 
@@ -95,3 +97,16 @@ def store_url(request, tmp_path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "results.db")
     return request.getfixturevalue("postgres_server").new_database()
+
+
+@pytest.fixture
+def stack_from():
+    """Build a Stack from TOML text (with a readable file name for error messages)."""
+    def make(text: str, where: str = "test.toml"):
+        return load_stack_text(text, where)
+    return make
+
+
+@pytest.fixture
+def seed_stack():
+    return catalogue.load

@@ -3,10 +3,10 @@ and the JSON brings its provenance into the store."""
 
 import pytest
 
-from mpistack.ingest import ingest_files
+from mpistack.ingest.files import ingest_files
 from mpistack.parsers import parse_file
-from mpistack.store import open_engine
-from mpistack.store.query import Filter, query_results
+from mpistack.store import open_database
+from mpistack.store.query import Where, query_results
 
 SUITE = "latency,bw,mbw_mr,allreduce,barrier"
 
@@ -34,10 +34,10 @@ def test_text_and_json_of_one_run_agree(run_bench, tmp_path, mpi):
                 assert value == pytest.approx(json_row.values[metric], abs=0.006)  # text has 2 decimals
             assert text_row.stats["iterations"] == json_row.stats["iterations"] == 30
 
-    engine = open_engine(str(tmp_path / "store.db"))
+    engine = open_database(str(tmp_path / "store.db"))
     report = ingest_files(engine, json_files, {"mpi": mpi})
     assert report.files == len(json_files) and not report.errors
-    rows = query_results(engine, [Filter.parse("benchmark=latency"), Filter.parse("size=1")])
+    rows = query_results(engine, [Where.parse("benchmark=latency"), Where.parse("size=1")])
     assert len(rows) == 1 and rows[0]["ranks"] == 2 and rows[0]["nodes"] == 1
     assert rows[0]["median"] > 0 and rows[0]["ci95_low"] <= rows[0]["median"] <= rows[0]["ci95_high"]
     from sqlalchemy import text

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mpistack.recipes import blocks as B
-from mpistack.recipes.versions import pinned
+from mpistack.spec.pins import pinned
 
 pytestmark = pytest.mark.skipif(not (shutil.which("curl") and shutil.which("sha256sum")),
                                 reason="curl and sha256sum are needed to run the rendered fetch step")

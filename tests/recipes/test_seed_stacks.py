@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from mpistack import catalogue
+from mpistack.spec import catalogue
 from mpistack.recipes import render
 
 

@@ -1,19 +1,23 @@
-"""Deployment approaches, each a small module with one `plan(case, context, ...)` -> Launch."""
+"""Deployment approaches, one module each, registered in APPROACHES with their capabilities:
+`image` says whether the approach runs a stack's image (True) or the host's own MPI (False)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..campaign.matrix import Case
-from . import bind, container, hybrid, native
-from .base import Context, Launch, Refused
+from ..launchers import LaunchPlan
+from ..registry import APPROACHES
+from ..spec.case import Case
+from .base import Approach, HostFacts, Refused, Resources
+# each module registers its approach when imported, in this order
+from .native import Native  # isort: skip
+from .container import Container  # isort: skip
+from .hybrid import Hybrid  # isort: skip
+from .bind import Bind  # isort: skip
 
-__all__ = ["Context", "Launch", "Refused", "plan"]
+__all__ = ["Approach", "Bind", "Container", "HostFacts", "Hybrid", "Native", "Refused", "Resources", "plan"]
 
 
-def plan(case: Case, context: Context, output: Path | None, options: list[str], label: str) -> Launch:
+def plan(case: Case, resources: Resources, output: Path | None, options: list[str], label: str) -> LaunchPlan:
     """How to run a case: raises Refused when the approach cannot run it (the reason is recorded)."""
-    if case.approach.name == "native":
-        return native.plan(case, context, output, options)
-    module = {"container": container, "hybrid": hybrid, "bind": bind}[case.approach.name]
-    return module.plan(case, context, output, options, label)
+    return APPROACHES.get(case.approach.name).plugin().plan(case, resources, output, options, label)

@@ -1,57 +1,101 @@
-"""What every deployment approach returns: the exact command, environment and cleanup handle of a case."""
+"""What every deployment approach shares: the host facts and campaign resources it plans with, and the
+pieces of a command line (host launcher, benchmark arguments, containers).
+
+Planning is pure: everything an approach needs from the machine comes in through HostFacts (probed once,
+when a campaign is prepared) and Resources, so that each approach's exact command line is testable with
+a made-up host, and a dry run prints exactly what the run executes.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..campaign.matrix import Case
-from ..engines import Engine
+from ..engines import ContainerRun, Engine
+from ..launchers import LaunchPlan
 from ..runtime import presets
+from ..spec.case import Case
 
 HOST_LAUNCHERS = {
     "mpich": ["mpiexec.mpich"],
     # --oversubscribe: campaigns here may run more ranks than cores (2-core CI machines)
     "openmpi": ["mpirun.openmpi", "--oversubscribe"],
 }
-HOST_COMPILERS = {"mpich": "mpicc.mpich", "openmpi": "mpicc.openmpi"}
-POINT_TO_POINT = {"latency", "bw", "bibw", "mbw_mr", "multi_lat"}
-# Podman confinement that lets ranks in containers attach each other's memory (CMA, single copy).
-SINGLE_COPY_FLAGS = ["--pid", "host", "--cap-add", "SYS_PTRACE", "--security-opt", "seccomp=unconfined"]
+# The host's MPI library, the names a binary may ask it by, and how its ABI is named in messages.
+HOST_MPI_LIBRARIES = {"mpich": ("libmpich.so.12", ("libmpi.so.12", "libmpich.so.12"))}
+# The C library stays the image's own: mounting the host's would replace the loader under running code.
+_GLIBC = re.compile(r"^(libc|libm|libdl|librt|libpthread|ld-linux[-\w]*|libresolv|libutil)\.so")
+_PLUGIN_DIRS = ("/usr/lib/x86_64-linux-gnu/ucx",)
 
 
 class Refused(Exception):
     """This case cannot run with this approach; the message says why (recorded as skipped)."""
 
 
+@dataclass(frozen=True)
+class HostFacts:
+    """What planning needs to know about this machine."""
+
+    is_root: bool = False
+    # host MPI -> (host path, name inside a container) of its library and the non-libc libraries it needs
+    mpi_library_files: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    plugin_dirs: tuple[str, ...] = ()  # transport plug-ins the host MPI loads at run time (UCX modules)
+
+    @classmethod
+    def probe(cls) -> "HostFacts":
+        files = {}
+        for mpi in HOST_MPI_LIBRARIES:
+            found = _library_files(mpi)
+            if found:
+                files[mpi] = found
+        return cls(is_root=os.geteuid() == 0, mpi_library_files=files,
+                   plugin_dirs=tuple(path for path in _PLUGIN_DIRS if Path(path).is_dir()))
+
+    def root_env(self) -> dict[str, str]:
+        """Open MPI refuses root unless told twice; campaigns here may run as root."""
+        return {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"} if self.is_root else {}
+
+
+def _library_files(mpi: str) -> tuple[tuple[str, str], ...]:
+    library, aliases = HOST_MPI_LIBRARIES[mpi]
+    try:
+        listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return ()
+    match = re.search(rf"^\s*{re.escape(library)} \(([^)]*)\) => (\S+)", listing, re.MULTILINE)
+    if not match:
+        return ()
+    path = os.path.realpath(match.group(2))
+    files = [(path, alias) for alias in aliases]
+    ldd = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
+    for name, resolved in re.findall(r"^\s*(\S+) => (/\S+)", ldd, re.MULTILINE):
+        if not _GLIBC.match(name):
+            files.append((os.path.realpath(resolved), name))
+    return tuple(files)
+
+
 @dataclass
-class Context:
-    """What approaches need to know about this machine and this campaign run."""
+class Resources:
+    """What a campaign's prepare stage made available to its cases."""
 
     engine: Engine
-    workdir: Path  # per-campaign scratch; each case gets a subdirectory visible inside containers
+    workdir: Path  # per-campaign scratch, mounted into containers at the same path
+    host: HostFacts = field(default_factory=HostFacts)
     host_bench: dict[str, Path] = field(default_factory=dict)  # host MPI -> host-built mpistack-bench
     images: dict[str, str] = field(default_factory=dict)  # stack name -> image reference
     digests: dict[str, str] = field(default_factory=dict)  # stack name -> image digest, once built
     failed_builds: dict[str, str] = field(default_factory=dict)  # stack name -> why its image is missing
 
 
-@dataclass
-class Launch:
-    argv: list[str]
-    env: dict[str, str]
-    output: Path | None  # JSON the benchmark writes (None: parse its standard output as OSU text)
-    label: str | None = None  # label on every container of the case, to remove them after a timeout
-    image: str | None = None
-    facts: dict[str, str] = field(default_factory=dict)  # recorded with the run (confinement, bound MPI)
+class Approach:
+    """One way to deploy a stack. Subclasses register in APPROACHES and implement `plan`."""
 
-
-def root_env() -> dict[str, str]:
-    """Open MPI refuses root unless told twice; campaigns here run as root."""
-    if os.geteuid() != 0:
-        return {}
-    return {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    def plan(self, case: Case, resources: Resources, output: Path | None, options: list[str],
+             label: str) -> LaunchPlan:  # pragma: no cover - abstract
+        raise NotImplementedError
 
 
 def benchmark_argv(case: Case, program: str, output: Path | None, extra_options: list[str]) -> list[str]:
@@ -59,7 +103,7 @@ def benchmark_argv(case: Case, program: str, output: Path | None, extra_options:
     if case.benchmark.program:
         return [case.benchmark.program, *case.benchmark.options]
     argv = [program, case.benchmark.name, *extra_options, *case.benchmark.options]
-    if case.benchmark.name in POINT_TO_POINT:
+    if case.test is not None and case.test.takes_buffer_placement:
         argv += case.buffers.split("-")
     elif "D" in case.buffers:
         argv += ["-d", "cuda"]
@@ -75,28 +119,25 @@ def host_launcher(mpi: str, ranks: int, binding: str) -> list[str]:
     return argv
 
 
-def image_env(case: Case) -> dict[str, str]:
+def image_env(case: Case, host: HostFacts) -> dict[str, str]:
     """The stack's runtime preset, passed into its containers."""
-    return presets(case.stack.spec, local_root=os.geteuid() == 0, gpu="D" in case.buffers).env
+    return presets(case.stack.spec, local_root=host.is_root, gpu="D" in case.buffers).env
 
 
-def image_launch(case: Case, context: Context, argv: list[str], output: Path | None, label: str,
-                 host_env: dict[str, str] | None = None, **facts: str) -> Launch:
-    """A launch that starts containers: the engine's environment, cleanup label, image and confinement."""
-    confinement = "single-copy" if case.approach.single_copy else "default"
-    return Launch(argv=argv, env={**os.environ, **context.engine.env(), **(host_env or {})}, output=output,
-                  label=label, image=context.images[case.stack.name], facts={"confinement": confinement, **facts})
+def container(case: Case, resources: Resources, label: str, env: dict[str, str], argv: list[str] = (),
+              *, per_rank: bool = False, mounts: list[str] = (), passthrough: list[str] = ()) -> ContainerRun:
+    """One container of a case, with the campaign's work directory mounted at the same path. Ranks in
+    one container per rank share the host's IPC namespace (shared-memory transport) and process ids."""
+    workdir = str(resources.workdir)
+    return ContainerRun(image=resources.images[case.stack.name], argv=list(argv), env=env, label=label,
+                        mounts=[f"{workdir}:{workdir}", *mounts], share_ipc=per_rank, share_pid=per_rank,
+                        single_copy=case.approach.single_copy, passthrough=list(passthrough))
 
 
-def container_run(context: Context, case: Case, image: str, label: str, env: dict[str, str],
-                  extra: list[str] = ()) -> list[str]:
-    """`podman run` for one container of a case, with the case directory mounted at the same path."""
-    case_dir = str(context.workdir)
-    argv = context.engine.command("run", "--rm", "--network", "host", "--ipc", "host", "--label",
-                                  f"mpistack.case={label}", "-v", f"{case_dir}:{case_dir}")
-    if case.approach.single_copy:
-        argv += SINGLE_COPY_FLAGS
-    argv += list(extra)
-    for key, value in sorted(env.items()):
-        argv += ["--env", f"{key}={value}"]
-    return [*argv, image]
+def container_plan(case: Case, resources: Resources, argv: list[str], output: Path | None, label: str,
+                   run: ContainerRun, host_env: dict[str, str] | None = None, **facts: str) -> LaunchPlan:
+    """A plan that starts containers: the engine's environment, cleanup label, image and confinement."""
+    recorded = {"confinement": "single-copy" if case.approach.single_copy else "default",
+                "container_flags": " ".join(run.confinement_flags()), **facts}
+    return LaunchPlan(argv=argv, env={**resources.engine.env_overrides(), **(host_env or {})}, output=output,
+                      label=label, image=run.image, facts=recorded)

@@ -7,60 +7,34 @@ libraries that ship it. Open MPI (libmpi.so.40) into MPICH, or the reverse, is r
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-from functools import lru_cache
-from pathlib import Path
-
-from ..campaign.matrix import Case
-from . import hybrid
-from .base import Context, Launch, Refused, benchmark_argv, image_env, image_launch, root_env
+from ..launchers import LaunchPlan
+from ..registry import APPROACHES
+from .base import Approach, Refused, benchmark_argv, container_plan, image_env
+from .hybrid import per_rank_launch
 
 MOUNT_DIR = "/opt/mpistack/host-mpi/lib"
-# The host's MPI library and the names a binary may ask it by.
-HOST_LIBRARIES = {"mpich": ("libmpich.so.12", ["libmpi.so.12", "libmpich.so.12"])}
 SONAMES = {"mpich": "libmpi.so.12 (MPICH ABI)", "openmpi": "libmpi.so.40 (Open MPI)"}
-# The C library stays the image's own: mounting the host's would replace the loader under running code.
-_GLIBC = re.compile(r"^(libc|libm|libdl|librt|libpthread|ld-linux[-\w]*|libresolv|libutil)\.so")
 
 
-@lru_cache(maxsize=4)
-def host_library_files(mpi: str) -> tuple[tuple[str, str], ...]:
-    """(host path, name inside the container) for the host MPI library and its dependencies."""
-    library, aliases = HOST_LIBRARIES[mpi]
-    listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
-    match = re.search(rf"^\s*{re.escape(library)} \(([^)]*)\) => (\S+)", listing, re.MULTILINE)
-    if not match:
-        raise Refused(f"the host has no {library}: install the host's {mpi}")
-    path = os.path.realpath(match.group(2))
-    files = [(path, alias) for alias in aliases]
-    ldd = subprocess.run(["ldd", path], capture_output=True, text=True, check=True).stdout
-    for name, resolved in re.findall(r"^\s*(\S+) => (/\S+)", ldd, re.MULTILINE):
-        if not _GLIBC.match(name):
-            files.append((os.path.realpath(resolved), name))
-    return tuple(files)
+@APPROACHES.register("bind", image=True)
+class Bind(Approach):
+    host_mpi = "mpich"
 
-
-def _plugin_dirs() -> list[str]:
-    """Transport plug-ins the host MPI loads at run time (UCX modules), mounted at their own path."""
-    return [str(path) for path in Path("/usr/lib/x86_64-linux-gnu").glob("ucx") if path.is_dir()]
-
-
-def plan(case: Case, context: Context, output, options: list[str], label: str) -> Launch:
-    image_mpi, host_mpi = case.stack.mpi, "mpich"
-    if image_mpi != host_mpi:
-        raise Refused(f"bind refused: the image's {image_mpi} uses {SONAMES[image_mpi]}, the host's {host_mpi} "
-                      f"provides {SONAMES[host_mpi]}; the ABIs differ, so the image's binaries cannot run on the "
-                      "host's library")
-    mounts = []
-    for source, name in host_library_files(host_mpi):
-        mounts += ["-v", f"{source}:{MOUNT_DIR}/{name}:ro"]
-    for directory in _plugin_dirs():
-        mounts += ["-v", f"{directory}:{directory}:ro"]
-    env = image_env(case)
-    env.pop("MPICH_CH4_NETMOD", None)  # the image's wheel setting means nothing to the host's library
-    env["LD_LIBRARY_PATH"] = MOUNT_DIR
-    argv = [*hybrid.host_side(case, context, label, env, mounts),
-            *benchmark_argv(case, "mpistack-bench", output, options)]
-    return image_launch(case, context, argv, output, label, host_env=root_env(), bound_mpi=host_mpi)
+    def plan(self, case, resources, output, options, label) -> LaunchPlan:
+        image_mpi, host_mpi = case.stack.mpi_impl, self.host_mpi
+        if image_mpi != host_mpi:
+            raise Refused(f"bind refused: the image's {image_mpi} uses {SONAMES[image_mpi]}, the host's "
+                          f"{host_mpi} provides {SONAMES[host_mpi]}; the ABIs differ, so the image's binaries "
+                          "cannot run on the host's library")
+        files = resources.host.mpi_library_files.get(host_mpi)
+        if not files:
+            raise Refused(f"the host has no {host_mpi} library to bind: install the host's {host_mpi}")
+        mounts = [f"{source}:{MOUNT_DIR}/{name}:ro" for source, name in files]
+        mounts += [f"{directory}:{directory}:ro" for directory in resources.host.plugin_dirs]
+        env = image_env(case, resources.host)
+        env.pop("MPICH_CH4_NETMOD", None)  # the image's wheel setting means nothing to the host's library
+        env["LD_LIBRARY_PATH"] = MOUNT_DIR
+        argv, run = per_rank_launch(case, resources, label, env,
+                                    benchmark_argv(case, "mpistack-bench", output, options), mounts)
+        return container_plan(case, resources, argv, output, label, run, host_env=resources.host.root_env(),
+                              bound_mpi=host_mpi)

@@ -1,14 +1,18 @@
-"""container: one container, the image's own launcher starts every rank inside it."""
+"""container: one container, the image's own launcher starts every rank inside it (self-contained)."""
 
 from __future__ import annotations
 
-from ..campaign.matrix import Case
+from ..launchers import LaunchPlan
+from ..registry import APPROACHES
 from ..runtime import launch_command
-from .base import Context, Launch, benchmark_argv, container_run, image_env, image_launch
+from .base import Approach, benchmark_argv, container, container_plan, image_env
 
 
-def plan(case: Case, context: Context, output, options: list[str], label: str) -> Launch:
-    inner = launch_command(case.stack.spec, case.placement.ranks,
-                           benchmark_argv(case, "mpistack-bench", output, options))
-    argv = [*container_run(context, case, context.images[case.stack.name], label, image_env(case)), *inner]
-    return image_launch(case, context, argv, output, label)
+@APPROACHES.register("container", image=True)
+class Container(Approach):
+    def plan(self, case, resources, output, options, label) -> LaunchPlan:
+        inner = launch_command(case.stack.spec, case.placement.ranks,
+                               benchmark_argv(case, "mpistack-bench", output, options),
+                               binding=case.placement.binding)
+        run = container(case, resources, label, image_env(case, resources.host), inner)
+        return container_plan(case, resources, resources.engine.run_argv(run), output, label, run)

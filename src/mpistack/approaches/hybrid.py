@@ -8,27 +8,29 @@ MPICH and its derivatives do; Open MPI wires up through PMIx and is refused.
 
 from __future__ import annotations
 
-from ..campaign.matrix import Case
-from .base import (Context, Launch, Refused, benchmark_argv, container_run, host_launcher, image_env,
-                   image_launch, root_env)
+from ..launchers import LaunchPlan
+from ..registry import APPROACHES
+from .base import Approach, Refused, benchmark_argv, container, container_plan, host_launcher, image_env
 
 # Rank-private variables the host launcher sets for each rank: passed into its container.
 PMI_ENV_PATTERNS = ["PMI_*", "MPIR_CVAR_*", "HYDI_*", "HYDRA_*"]
 
 
-def host_side(case: Case, context: Context, label: str, env: dict[str, str], extra_mounts: list[str] = ()) -> list[str]:
-    """mpiexec.mpich -pmi-port -n N podman run ... --env 'PMI_*' IMAGE"""
-    if case.stack.mpi != "mpich":
-        raise Refused(f"{case.stack.name} is {case.stack.mpi}: the host launcher (Hydra, PMI-1/2 over a port) "
-                      "cannot start its ranks; Open MPI needs a PMIx server of its own version")
+def per_rank_launch(case, resources, label: str, env: dict[str, str], argv: list[str], mounts: list[str] = ()):
+    """mpiexec.mpich -pmi-port -n N podman run ... --env 'PMI_*' IMAGE ARGV, and its container."""
+    if case.stack.mpi_impl != "mpich":
+        raise Refused(f"{case.stack.name} is {case.stack.mpi_impl}: the host launcher (Hydra, PMI-1/2 over a "
+                      "port) cannot start its ranks; Open MPI needs a PMIx server of its own version")
     launcher = host_launcher("mpich", case.placement.ranks, case.placement.binding)
     launcher.insert(1, "-pmi-port")
-    passthrough = [flag for pattern in PMI_ENV_PATTERNS for flag in ("--env", pattern)]
-    run = container_run(context, case, context.images[case.stack.name], label, env,
-                        ["--pid", "host", *passthrough, *extra_mounts])
-    return [*launcher, *run]
+    run = container(case, resources, label, env, argv, per_rank=True, mounts=list(mounts),
+                    passthrough=PMI_ENV_PATTERNS)
+    return [*launcher, *resources.engine.run_argv(run)], run
 
 
-def plan(case: Case, context: Context, output, options: list[str], label: str) -> Launch:
-    argv = [*host_side(case, context, label, image_env(case)), *benchmark_argv(case, "mpistack-bench", output, options)]
-    return image_launch(case, context, argv, output, label, host_env=root_env())
+@APPROACHES.register("hybrid", image=True)
+class Hybrid(Approach):
+    def plan(self, case, resources, output, options, label) -> LaunchPlan:
+        argv, run = per_rank_launch(case, resources, label, image_env(case, resources.host),
+                                    benchmark_argv(case, "mpistack-bench", output, options))
+        return container_plan(case, resources, argv, output, label, run, host_env=resources.host.root_env())

@@ -1,87 +1,73 @@
-"""Before the first case runs: resolve stacks, build the host's mpistack-bench, build missing images."""
+"""The prepare stage, once per campaign: probe the host, build the host's mpistack-bench and the missing
+images. A stack whose image cannot be had fails its own cases with the reason; the others still run."""
 
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 from typing import Callable
 
-from pydantic import ValidationError
-
-from ..approaches.base import Context
-from ..engines import Engine, EngineError, get_engine
-from ..recipes.build import build_stack
-from ..recipes.render import RecipeError, bench_source_dir
-from ..spec.campaign import Campaign, CampaignError
-from ..spec.stack import StackError
-from ..spec.toml_files import describe_errors
-from .matrix import Case, CampaignStack, expand, resolve_stack
-from .runner import build_host_bench, new_workdir
+from ..approaches import HostFacts, Resources
+from ..cache import cache_dir
+from ..engines import EngineError, get_engine
+from ..images.build import build_stack
+from ..images.host_bench import build_host_bench, host_bench_path
+from ..recipes.render import RecipeError
+from ..spec.campaign import Campaign
+from ..spec.case import Case, CampaignStack
 
 
-def resolve_stacks(campaign: Campaign) -> list[CampaignStack]:
-    stacks = []
-    for index, entry in enumerate(campaign.stacks):
-        try:
-            stacks.append(resolve_stack(entry))
-        except StackError as error:
-            raise CampaignError(f"{campaign.path}: stack.{index} ({entry.name}): {error}") from None
-        except ValidationError as error:
-            raise CampaignError(describe_errors(campaign.path, error, prefix=f"stack.{index}.inline.")) from None
-    return stacks
+def workdir_for(campaign: Campaign):
+    """Scratch for the campaign's benchmark JSON, mounted into containers at the same path. Known before
+    the run, so that a dry run prints the very paths the run uses."""
+    return cache_dir() / "work" / campaign.name
 
 
-def plan_cases(campaign: Campaign) -> tuple[list[Case], Context]:
-    """The cases and a context that can describe their commands (nothing built, nothing run)."""
-    stacks = resolve_stacks(campaign)
-    cases = expand(campaign, stacks)
-    bench_dir = bench_source_dir()
-    context = Context(engine=get_engine(campaign.engine), workdir=Path("/tmp/mpistack-campaign"))
+def planning_resources(campaign: Campaign, stacks: list[CampaignStack], host: HostFacts | None = None) -> Resources:
+    """What planning needs, without building or running anything (a dry run stops here)."""
+    resources = Resources(engine=get_engine(campaign.engine), workdir=workdir_for(campaign),
+                          host=host if host is not None else HostFacts.probe())
     for stack in stacks:
         if stack.is_host:
-            context.host_bench[stack.entry.host] = bench_dir / f"build-{stack.entry.host}" / "mpistack-bench"
+            resources.host_bench[stack.entry.host] = host_bench_path(stack.entry.host)
         else:
-            context.images[stack.name] = stack.spec.image_ref()
-    return cases, context
+            resources.images[stack.name] = stack.spec.image_ref()
+    return resources
 
 
-def prepare(campaign: Campaign, cases: list[Case], context: Context,
-            say: Callable[[str], None] = print) -> None:
-    """Build what the runnable cases need; a stack whose image cannot be built fails its cases only."""
-    context.workdir = new_workdir()
+def prepare(cases: list[Case], resources: Resources, say: Callable[[str], None] = print) -> None:
+    """Build what the runnable cases need."""
+    resources.workdir.mkdir(parents=True, exist_ok=True)
     runnable = [case for case in cases if not case.skip]
-    host_mpis = sorted({case.stack.entry.host for case in runnable if case.stack.is_host})
-    for mpi in host_mpis:
+    for mpi in sorted({case.stack.entry.host for case in runnable if case.stack.is_host}):
         say(f"building mpistack-bench for the host's {mpi}")
         try:
-            context.host_bench[mpi] = build_host_bench(mpi, bench_source_dir())
-        except (OSError, subprocess.CalledProcessError) as error:
+            resources.host_bench[mpi] = build_host_bench(mpi)
+        except (OSError, subprocess.CalledProcessError, RecipeError) as error:
             detail = getattr(error, "stderr", "") or str(error)
-            _failed(context, [case.stack.name for case in runnable if case.stack.entry.host == mpi],
+            _failed(resources, [case.stack.name for case in runnable if case.stack.entry.host == mpi],
                     f"cannot build mpistack-bench with the host's {mpi}: {detail.strip()[-500:]}", say)
-    image_stacks = {case.stack.name: case.stack for case in runnable if not case.stack.is_host}
-    for stack in image_stacks.values():
+    for stack in {case.stack.name: case.stack for case in runnable if not case.stack.is_host}.values():
         try:
-            ensure_image(context.engine, stack, context, say)
+            _ensure_image(stack, resources, say)
         except (EngineError, RecipeError) as error:
-            _failed(context, [stack.name], f"image {stack.spec.image_ref()} unavailable: {error}", say)
+            _failed(resources, [stack.name], f"image {stack.spec.image_ref()} unavailable: {error}", say)
 
 
-def _failed(context: Context, stacks: list[str], message: str, say: Callable[[str], None]) -> None:
-    """The cases of these stacks will be recorded as failed with this message; the others still run."""
+def _failed(resources: Resources, stacks: list[str], message: str, say: Callable[[str], None]) -> None:
+    """The cases of these stacks will be recorded as failed with this message."""
     say(message.splitlines()[0])
     for name in stacks:
-        context.failed_builds[name] = message
+        resources.failed_builds[name] = message
 
 
-def ensure_image(engine: Engine, stack: CampaignStack, context: Context, say: Callable[[str], None]) -> None:
-    reference = stack.spec.image_ref()
+def _ensure_image(stack: CampaignStack, resources: Resources, say: Callable[[str], None]) -> None:
+    engine, reference = resources.engine, stack.spec.image_ref()
     if not engine.image_exists(reference):
         say(f"building image {reference} (stack {stack.name})")
         result = build_stack(stack.spec, engine.program, quiet=True)
         if not result.ok:
             message = f"image build failed ({result.returncode}); log: {result.log_path}"
-            _failed(context, [stack.name], "\n".join([message, *result.tail[-10:]]), say)
+            _failed(resources, [stack.name], "\n".join([message, *result.tail[-10:]]), say)
             return
         say(f"built {reference} in {result.seconds:.0f} s")
-    context.digests[stack.name] = engine.inspect_digest(reference)
+    resources.digests[stack.name] = engine.inspect_digest(reference)

@@ -1,7 +1,8 @@
-"""A campaign from start to end, with rich progress: plan, build, run every case, summarise."""
+"""A campaign from start to end, with rich progress: expand, prepare, run every case."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import signal
 import time
@@ -12,12 +13,13 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from sqlalchemy import Engine
 
-from ..approaches.base import Refused
-from ..report.tables import print_table
+from ..approaches import HostFacts, Refused
+from ..launchers import LocalLauncher
 from ..spec.campaign import Campaign
-from .prepare import plan_cases, prepare
-from .runner import CampaignRun, plan_case
-from .summary import summarise
+from ..store.campaigns import finished_case_keys, latest_campaign, start_campaign
+from . import stages
+from .matrix import expand, resolve_stacks
+from .prepare import planning_resources, prepare
 
 _STATUS_STYLE = {"ok": "green", "skipped": "yellow", "timeout": "red", "failed": "red", "validation-failed": "red"}
 
@@ -31,16 +33,18 @@ class SessionResult:
     seconds: float
 
 
-def dry_run(campaign: Campaign, console: Console) -> int:
-    """Print every case with its exact command line; builds and runs nothing."""
-    cases, context = plan_cases(campaign)
+def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None) -> int:
+    """Print every case with the exact command the run would execute; builds and runs nothing."""
+    stacks = resolve_stacks(campaign)
+    cases = expand(campaign, stacks)
+    resources = planning_resources(campaign, stacks, host)
     for index, case in enumerate(cases, start=1):
         console.print(f"[bold]{index:>3}[/bold] {escape(case.key)}", highlight=False)
         if case.skip:
             console.print(f"      skipped: {escape(case.skip)}", highlight=False)
             continue
         try:
-            launch = plan_case(campaign, case, context)
+            launch = stages.plan(campaign, case, resources)
         except Refused as refused:
             console.print(f"      skipped: {escape(str(refused))}", highlight=False)
             continue
@@ -49,18 +53,35 @@ def dry_run(campaign: Campaign, console: Console) -> int:
     return len(cases)
 
 
-def run(campaign: Campaign, store: Engine, console: Console, *, resume: bool = False) -> SessionResult:
-    start = time.monotonic()
-    cases, context = plan_cases(campaign)
-    runner = CampaignRun(campaign, store, context)
-    runner.open(resume)
-    todo = [case for case in cases if case.key not in runner.done]
-    already = len(cases) - len(todo)
-    console.print(f"campaign {campaign.name} (#{runner.campaign_id}): {len(todo)} case(s) to run"
-                  + (f", {already} already done" if already else ""), highlight=False)
-    prepare(campaign, todo, context, say=lambda text: console.print(f"[dim]{escape(text)}[/dim]"))
+def _open_campaign(campaign: Campaign, database: Engine, resume: bool) -> tuple[int, set[str]]:
+    campaign_id = latest_campaign(database, campaign.name) if resume else None
+    if campaign_id is None:
+        return start_campaign(database, campaign.name, json.loads(campaign.model_dump_json(by_alias=True))), set()
+    return campaign_id, finished_case_keys(database, campaign_id)
 
-    previous = signal.signal(signal.SIGINT, lambda *_: runner.interrupt())
+
+def run(campaign: Campaign, database: Engine, console: Console, *, resume: bool = False) -> SessionResult:
+    start = time.monotonic()
+    stacks = resolve_stacks(campaign)
+    cases = expand(campaign, stacks)
+    resources = planning_resources(campaign, stacks)
+    campaign_id, done = _open_campaign(campaign, database, resume)
+    todo = [case for case in cases if case.key not in done]
+    already = len(cases) - len(todo)
+    console.print(f"campaign {campaign.name} (#{campaign_id}): {len(todo)} case(s) to run"
+                  + (f", {already} already done" if already else ""), highlight=False)
+    prepare(todo, resources, say=lambda text: console.print(f"[dim]{escape(text)}[/dim]"))
+    launcher = LocalLauncher(resources.engine)
+    context = stages.CaseContext(campaign, campaign_id, resources, launcher, database,
+                                 tags={**campaign.tags, "campaign": campaign.name})
+    interrupted = False
+
+    def on_interrupt(*_):
+        nonlocal interrupted
+        interrupted = True
+        launcher.interrupt()
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
     ran = 0
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -68,25 +89,19 @@ def run(campaign: Campaign, store: Engine, console: Console, *, resume: bool = F
             task = progress.add_task("cases", total=len(todo))
             for number, case in enumerate(todo, start=1):
                 progress.update(task, description=escape(case.describe()))
-                outcome = runner.run_case(case)
+                outcome = stages.run_case(context, case)
                 if outcome is None:
                     break
                 ran += 1
-                style = _STATUS_STYLE.get(outcome.status, "white")
-                note = f" — {escape(outcome.message.splitlines()[0])}" if outcome.message else ""
-                console.print(f"[{number}/{len(todo)}] [{style}]{outcome.status:<9}[/{style}] {outcome.seconds:6.1f} s  "
-                              f"{escape(case.key)}{note}", highlight=False, soft_wrap=True)
+                style = _STATUS_STYLE.get(outcome.status.value, "white")
+                note = f" — {escape(outcome.headline)}" if outcome.headline else ""
+                console.print(f"[{number}/{len(todo)}] [{style}]{outcome.status.value:<9}[/{style}] "
+                              f"{outcome.seconds:6.1f} s  {escape(case.key)}{note}", highlight=False, soft_wrap=True)
                 progress.advance(task)
+                if interrupted:
+                    break
     finally:
         signal.signal(signal.SIGINT, previous)
-    if runner.stopping:
+    if interrupted:
         console.print("[yellow]interrupted[/yellow]: finished cases are stored; `--resume` runs the rest")
-    return SessionResult(runner.campaign_id, ran, already, runner.stopping, time.monotonic() - start)
-
-
-def print_summary(store: Engine, campaign_id: int, console: Console) -> None:
-    rows = summarise(store, campaign_id)
-    if not rows:
-        return
-    columns = ["stack", "approach", "benchmark", "buffers", "native", "relative", "worst", "worst_size", "verdict"]
-    print_table(rows, columns, title="container against native (1.0 = native speed)", stream=console.file)
+    return SessionResult(campaign_id, ran, already, interrupted, time.monotonic() - start)

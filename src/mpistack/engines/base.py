@@ -36,6 +36,37 @@ class RunResult:
     seconds: float
 
 
+# Podman confinement that lets ranks in containers attach each other's memory (CMA, single copy):
+# see each other's processes, and be allowed to ptrace them.
+SINGLE_COPY_FLAGS = ("--pid", "host", "--cap-add", "SYS_PTRACE", "--security-opt", "seccomp=unconfined")
+SHM_SIZE = "1g"  # podman's default /dev/shm is 63 MiB: too small for MPI shared memory at large messages
+
+
+@dataclass(frozen=True)
+class ContainerRun:
+    """Everything a `run` of one container is given. The one way mpistack runs a container: the
+    approaches, `stack run` and the tests all go through `Engine.run_argv`."""
+
+    image: str
+    argv: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    label: str | None = None  # mpistack.case=LABEL: how a case's containers are found and removed
+    mounts: Sequence[str] = ()  # -v specifications
+    share_ipc: bool = False  # --ipc host: ranks in several containers share /dev/shm segments
+    share_pid: bool = False  # --pid host: ranks in several containers have distinct process ids
+    single_copy: bool = False  # SINGLE_COPY_FLAGS
+    passthrough: Sequence[str] = ()  # --env patterns passed from the launcher (PMI_*)
+
+    def confinement_flags(self) -> list[str]:
+        """The flags that widen podman's default confinement, as recorded with each run."""
+        flags = ["--ipc", "host"] if self.share_ipc else ["--shm-size", SHM_SIZE]
+        if self.single_copy:
+            flags += SINGLE_COPY_FLAGS
+        elif self.share_pid:
+            flags += ["--pid", "host"]
+        return flags
+
+
 class Engine:
     """A docker-CLI-compatible engine. Subclasses set ``program`` and may add global flags/env."""
 
@@ -53,13 +84,12 @@ class Engine:
         """Extra flags for ``build`` (network mode and the like)."""
         return ["--network", "host"]
 
-    def run_args(self) -> list[str]:
-        # host network (so ranks can reach other hosts), a /dev/shm large enough for MPI shared memory;
-        # nothing privileged
-        return ["--network", "host", "--shm-size", "1g"]
+    def env_overrides(self) -> dict[str, str]:
+        """What this engine's processes need set on top of the caller's environment."""
+        return {}
 
     def env(self) -> dict[str, str]:
-        return dict(os.environ)
+        return {**os.environ, **self.env_overrides()}
 
     # -- common implementation -----------------------------------------------------------------
     def available(self) -> bool:
@@ -152,13 +182,25 @@ class Engine:
         return BuildResult(tag=tag, ok=rc == 0, seconds=seconds, log_path=log_path, returncode=rc,
                            digest=digest, tail=tail)
 
-    def run(self, image: str, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
-            timeout: float | None = 600, extra: Sequence[str] = ()) -> RunResult:
-        args = ["run", "--rm", *self.run_args()]
-        for key, value in (env or {}).items():
+    def run_argv(self, spec: ContainerRun) -> list[str]:
+        """`podman run --rm --network host ... IMAGE ARGV` for one container; host network so that ranks
+        reach each other and the launcher, nothing privileged beyond `spec`'s confinement flags."""
+        args = ["run", "--rm", "--network", "host", *spec.confinement_flags()]
+        if spec.label:
+            args += ["--label", f"mpistack.case={spec.label}"]
+        for mount in spec.mounts:
+            args += ["-v", mount]
+        for pattern in spec.passthrough:
+            args += ["--env", pattern]
+        for key, value in sorted(spec.env.items()):
             args += ["--env", f"{key}={value}"]
-        args += [*extra, image, *argv]
+        return self.command(*args, spec.image, *spec.argv)
+
+    def run(self, spec: ContainerRun, *, timeout: float | None = 600) -> RunResult:
+        """Run one container to its end (for `stack run` and image checks; campaigns use a launcher)."""
+        self._require()
+        argv = self.run_argv(spec)
         start = time.monotonic()
-        proc = self._run(args, check=False, timeout=timeout)
-        return RunResult(argv=self.command(*args), returncode=proc.returncode, stdout=proc.stdout,
-                         stderr=proc.stderr, seconds=time.monotonic() - start)
+        proc = subprocess.run(argv, env=self.env(), capture_output=True, text=True, timeout=timeout)
+        return RunResult(argv=argv, returncode=proc.returncode, stdout=proc.stdout, stderr=proc.stderr,
+                         seconds=time.monotonic() - start)

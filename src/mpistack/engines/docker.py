@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ..registry import ENGINES
 from .base import Engine
 
 
+@ENGINES.register("docker")
 class DockerEngine(Engine):
     program = "docker"

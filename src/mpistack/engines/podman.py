@@ -14,6 +14,8 @@ import os
 import shutil
 from pathlib import Path
 
+from ..cache import cache_dir
+from ..registry import ENGINES
 from .base import Engine
 
 CONTAINERS_CONF = """\
@@ -25,16 +27,16 @@ default_ulimits = []
 """
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mpistack"
-
-
 def containers_conf_path() -> Path:
     override = os.environ.get("MPISTACK_PODMAN_CONF")
-    if override:
-        return Path(override)
-    path = cache_dir() / "containers.conf"
+    return Path(override) if override else cache_dir() / "containers.conf"
+
+
+def ensure_containers_conf() -> Path:
+    """Write mpistack's containers.conf when it is missing or out of date (not when overridden)."""
+    path = containers_conf_path()
+    if os.environ.get("MPISTACK_PODMAN_CONF"):
+        return path
     if not path.exists() or path.read_text() != CONTAINERS_CONF:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
@@ -43,6 +45,7 @@ def containers_conf_path() -> Path:
     return path
 
 
+@ENGINES.register("podman")
 class PodmanEngine(Engine):
     program = "podman"
 
@@ -57,10 +60,12 @@ class PodmanEngine(Engine):
     def global_args(self) -> list[str]:
         return ["--runtime", self.runtime] if self.runtime else []
 
-    def env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env["CONTAINERS_CONF"] = str(containers_conf_path())
-        return env
+    def env_overrides(self) -> dict[str, str]:
+        return {"CONTAINERS_CONF": str(containers_conf_path())}
+
+    def _require(self) -> None:
+        super()._require()
+        ensure_containers_conf()
 
     def build_args(self) -> list[str]:
         # --network host: builds use apt and pip; --layers keeps the cache between stacks

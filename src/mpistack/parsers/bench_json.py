@@ -1,6 +1,6 @@
 """Parser for mpistack-bench's JSON: one document per test, or an array of them (suite mode).
 
-The format is defined once, in mpistack/schemas/mpistack-bench.schema.json; documents are validated
+The format is defined once, in mpistack/data/schemas/mpistack-bench.schema.json; documents are validated
 against it before they are read.
 """
 
@@ -11,6 +11,7 @@ import re
 from functools import lru_cache
 from importlib import resources
 
+from ..spec.provenance import Provenance, parse_time
 from .model import ParsedRow, ParsedRun, ParseError
 
 SCHEMA_ID = "mpistack-bench/1"
@@ -20,7 +21,7 @@ _PROVENANCE_ENV_PREFIXES = ("FI_PROVIDER",)
 
 @lru_cache(maxsize=1)
 def schema() -> dict:
-    return json.loads(resources.files("mpistack").joinpath("schemas/mpistack-bench.schema.json").read_text())
+    return json.loads(resources.files("mpistack.data").joinpath("schemas/mpistack-bench.schema.json").read_text())
 
 
 @lru_cache(maxsize=1)
@@ -75,25 +76,16 @@ def _run_from_document(document: dict, source: str, line: int) -> ParsedRun:
         title=document["title"],
         units=metrics,
         suite=f"{tool['name']} {tool['version']}",
-        device=device,
-        buffers=buffers,
-        command=options.get("command_line"),
         validation_failed=document["status"] == "validation-failed",
         line=line,
-        environment=dict(environment),
     )
     hosts = mpi.get("hosts") or []
-    run.provenance = {
-        "mpi_library_version": mpi.get("library_version"),
-        "ranks": mpi.get("ranks"),
-        "nodes": len(set(hosts)) or None,
-        "hosts": hosts,
-        "tool_version": tool["version"],
-        "started_at": document.get("started"),
-        "finished_at": document.get("finished"),
-    }
-    if environment.get("FI_PROVIDER"):
-        run.provenance["libfabric_provider"] = environment["FI_PROVIDER"]
+    run.provenance = Provenance(
+        device=device, buffers=buffers, command=options.get("command_line"), environment=dict(environment),
+        mpi_library_version=mpi.get("library_version"), ranks=mpi.get("ranks"), nodes=len(set(hosts)) or None,
+        hosts=list(hosts), tool_version=tool["version"], started_at=parse_time(document.get("started")),
+        finished_at=parse_time(document.get("finished")), libfabric_provider=environment.get("FI_PROVIDER"),
+    )
     for entry in document["results"]:
         stats: dict[str, float | int] = {"iterations": entry["iterations"]}
         if entry.get("stats"):

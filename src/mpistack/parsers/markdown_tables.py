@@ -12,7 +12,9 @@ import math
 import re
 
 from .model import ParsedRow, ParsedRun, ParseError
-from .osu_names import parse_title, primary_metric
+from ..spec.benchmarks import metric_of
+from ..spec.provenance import Provenance
+from .osu_names import parse_title
 
 _SEPARATOR_RE = re.compile(r"^\|?\s*:?-{3,}")
 _VARIANTS = {
@@ -51,7 +53,7 @@ def _table_runs(lines: list[tuple[int, str]], source: str) -> list[ParsedRun]:
     first_line, first = lines[0]
     title = parse_title(_cells(first)[0])
     assert title is not None
-    metric, unit = primary_metric(title.benchmark)
+    metric = metric_of(title.benchmark)
     variant_names: list[str] = []
     runs: list[ParsedRun] = []
     for lineno, line in lines[1:]:
@@ -70,8 +72,9 @@ def _table_runs(lines: list[tuple[int, str]], source: str) -> list[ParsedRun]:
             for name in variant_names:
                 buffers, library = _VARIANTS.get(name.lower(), (None, None))
                 benchmark = f"xccl_{title.benchmark}" if library else title.benchmark
-                run = ParsedRun(benchmark=benchmark, title=title.text, units={metric: unit}, suite=title.suite,
-                                device=title.device, buffers=buffers, line=first_line)
+                run = ParsedRun(benchmark=benchmark, title=title.text, units={metric.name: metric.unit},
+                                suite=title.suite, line=first_line,
+                                provenance=Provenance(device=title.device, buffers=buffers))
                 run.tags["column"] = name
                 if library:
                     run.tags["library"] = library
@@ -88,7 +91,7 @@ def _table_runs(lines: list[tuple[int, str]], source: str) -> list[ParsedRun]:
             value = _number(cell)
             if value is None:
                 raise ParseError(source, lineno, f"expected a number in column {run.tags['column']!r}, got {cell!r}")
-            run.rows.append(ParsedRow(size=size, values={metric: value}, line=lineno))
+            run.rows.append(ParsedRow(size=size, values={metric.name: value}, line=lineno))
     for run in runs:
         if not run.rows:
             run.incomplete = True

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..spec.benchmarks import metric_of
+from ..spec.provenance import Provenance
+from ..spec.status import RunStatus
+
 
 class ParseError(Exception):
     """The one error a parser raises: names the file, the line and what was expected."""
@@ -36,15 +40,11 @@ class ParsedRun:
     units: dict[str, str]  # metric -> unit, primary metric first
     rows: list[ParsedRow] = field(default_factory=list)
     suite: str | None = None  # "osu 7.5", "mpistack-bench 0.1"
-    device: str | None = None  # cuda, rocm, ... when the title or options say so
-    buffers: str | None = None  # "H-H", "D-D", ...
     incomplete: bool = False
     validation_failed: bool = False
     messages: list[str] = field(default_factory=list)
     line: int = 0  # where the run starts in its file
-    command: str | None = None
-    environment: dict[str, str] = field(default_factory=dict)
-    provenance: dict = field(default_factory=dict)  # Run columns known from the file (ranks, hosts, ...)
+    provenance: Provenance = field(default_factory=Provenance)  # what the output says about the run
     tags: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -57,9 +57,15 @@ class ParsedRun:
         return next(iter(self.units))
 
     @property
-    def status(self) -> str:
+    def status(self) -> RunStatus:
         if self.validation_failed or any(row.validation == "fail" for row in self.rows):
-            return "validation-failed"
+            return RunStatus.VALIDATION_FAILED
         if self.incomplete:
-            return "failed"
-        return "ok"
+            return RunStatus.FAILED
+        return RunStatus.OK
+
+    @classmethod
+    def empty(cls, benchmark: str) -> "ParsedRun":
+        """A run with no figures: what is recorded for a case that failed before printing any."""
+        metric = metric_of(benchmark)
+        return cls(benchmark=benchmark, title=benchmark, units={metric.name: metric.unit})

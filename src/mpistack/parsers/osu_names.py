@@ -37,9 +37,6 @@ TITLE_TO_BENCHMARK = {
     # one-sided tests ('OSU MPI_Put Latency Test') reuse these names; parse_title prefixes the operation
 }
 
-# Metric and unit of each benchmark's primary figure (latency unless the name says otherwise).
-BANDWIDTH_BENCHMARKS = {"bw", "bibw", "put_bw", "get_bw", "put_bibw", "xccl_bw", "xccl_bibw"}
-
 TITLE_RE = re.compile(
     r"^#?\s*OSU\s+(?P<api>MPI(?:-[A-Za-z]+)?|MPI_\w+|OpenSHMEM|UPC\+*|NCCL|RCCL|XCCL|CUDA|ROCM)\s*(?P<text>.*?)\s*"
     r"(?:v(?P<version>\d[\w.]*)|\((?P<tool>mpistack-bench[^)]*)\))?\s*$",
@@ -89,15 +86,6 @@ def parse_title(line: str) -> Title | None:
     else:
         suite = f"osu {match.group('version')}" if match.group("version") else "osu"
     return Title(benchmark=benchmark, text=f"OSU {api} {text}", suite=suite, device=device)
-
-
-def primary_metric(benchmark: str) -> tuple[str, str]:
-    """Metric and unit of a benchmark's first figure column."""
-    if benchmark in BANDWIDTH_BENCHMARKS or benchmark.endswith("_bw") or benchmark.endswith("_bibw"):
-        return "bandwidth", "MB/s"
-    if benchmark == "mbw_mr":
-        return "bandwidth", "MB/s"
-    return "latency", "us"
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,10 @@ import math
 import re
 import shlex
 
+from ..spec.provenance import Provenance
 from .model import ParsedRow, ParsedRun, ParseError
-from .osu_names import Column, column_for, is_header, parse_title, primary_metric, split_header
+from ..spec.benchmarks import metric_of
+from .osu_names import Column, column_for, is_header, parse_title, split_header
 
 _SEND_BUFFER_RE = re.compile(
     r"#\s*Send Buffer on (?P<send>\w+).*?Receive Buffer on (?P<recv>\w+)", re.IGNORECASE
@@ -40,8 +42,8 @@ def _buffers(match: re.Match) -> str:
     return f"{send}-{recv}"
 
 
-def parse_command(command: str) -> tuple[dict[str, str], dict]:
-    """Environment assignments and placement that a '$ srun -N2 ...' prompt line tells."""
+def parse_command(command: str) -> Provenance:
+    """The command, environment assignments and placement that a '$ srun -N2 ...' prompt line tells."""
     try:
         words = shlex.split(command)
     except ValueError:
@@ -50,12 +52,12 @@ def parse_command(command: str) -> tuple[dict[str, str], dict]:
     while words and _ENV_ASSIGNMENT_RE.match(words[0]):
         key, _, value = words.pop(0).partition("=")
         environment[key] = value
-    facts: dict = {}
+    facts = Provenance(command=command, environment=environment)
     if not words:
-        return environment, facts
+        return facts
     launcher = words[0].rsplit("/", 1)[-1]
     if launcher in {"srun", "mpirun", "mpiexec", "mpiexec.hydra", "aprun", "flux"}:
-        facts["launcher"] = launcher
+        facts.launcher = launcher
     options = {"-N": "nodes", "--nodes": "nodes", "-n": "ranks", "-np": "ranks", "--ntasks": "ranks",
                "--ntasks-per-node": "per_node"}
     found: dict[str, int] = {}
@@ -69,16 +71,15 @@ def parse_command(command: str) -> tuple[dict[str, str], dict]:
         if name in options and value.isdigit():
             found[options[name]] = int(value)
     if len(words) >= 2 and words[-1] in _BUFFER_LETTER and words[-2] in _BUFFER_LETTER:
-        facts["buffers"] = f"{words[-2]}-{words[-1]}"  # OSU's positional buffer placement: osu_bw D D
-    if "nodes" in found:
-        facts["nodes"] = found["nodes"]
+        facts.buffers = f"{words[-2]}-{words[-1]}"  # OSU's positional buffer placement: osu_bw D D
+    facts.nodes = found.get("nodes")
     if "ranks" in found:
-        facts["ranks"] = found["ranks"]
+        facts.ranks = found["ranks"]
     elif "per_node" in found:
-        facts["ranks"] = found["per_node"] * found.get("nodes", 1)
+        facts.ranks = found["per_node"] * found.get("nodes", 1)
     elif launcher == "srun" and "nodes" in found:
-        facts["ranks"] = found["nodes"]  # srun -N2 alone starts one task per node
-    return environment, facts
+        facts.ranks = found["nodes"]  # srun -N2 alone starts one task per node
+    return facts
 
 
 def _parse_row(tokens: list[str], columns: list[Column], lineno: int) -> ParsedRow | None:
@@ -144,11 +145,11 @@ def _columns_for(names: list[str], benchmark: str) -> list[Column]:
     """Column descriptions; the first figure column takes the title's metric (published tables
     sometimes head a latency column 'Bandwidth (MB/s)': the title is right)."""
     columns = [column_for(name) for name in names]
-    metric, unit = primary_metric(benchmark)
+    metric = metric_of(benchmark)
     for index, column in enumerate(columns):
         if column.role == "value":
-            if column.key in {"latency", "bandwidth"} and column.key != metric:
-                columns[index] = Column(column.name, "value", metric, unit)
+            if column.key in {"latency", "bandwidth"} and column.key != metric.name:
+                columns[index] = Column(column.name, "value", metric.name, metric.unit)
             break
     return columns
 
@@ -161,7 +162,7 @@ def parse_osu_text(text: str, source: str = "<text>") -> list[ParsedRun]:
     """Every test in an OSU (or mpistack-bench) text output. Raises ParseError on malformed rows."""
     runs: list[ParsedRun] = []
     block: _Block | None = None
-    last_command: tuple[str, dict[str, str], dict] | None = None
+    last_command: Provenance | None = None
 
     def finish(current: _Block | None) -> None:
         if current is None:
@@ -178,26 +179,23 @@ def parse_osu_text(text: str, source: str = "<text>") -> list[ParsedRun]:
         if not line:
             continue
         if line.startswith("$ "):
-            command = line[2:].strip()
-            environment, facts = parse_command(command)
-            last_command = (command, environment, facts)
+            last_command = parse_command(line[2:].strip())
             continue
         if line.startswith("#"):
             title = parse_title(line)
             if title is not None:
                 finish(block)
-                metric, unit = primary_metric(title.benchmark)
+                metric = metric_of(title.benchmark)
                 run = ParsedRun(
-                    benchmark=title.benchmark, title=title.text, units={metric: unit}, suite=title.suite,
-                    device=title.device, line=lineno,
+                    benchmark=title.benchmark, title=title.text, units={metric.name: metric.unit}, suite=title.suite,
+                    line=lineno,
                 )
+                run.provenance.device = title.device
                 # OSU's defaults: host buffers, or device buffers for -d cuda/rocm; the command's positional
                 # 'H D' or a '# Send Buffer on ...' line says otherwise.
-                run.buffers = "D-D" if title.device else "H-H"
+                run.provenance.buffers = "D-D" if title.device else "H-H"
                 if last_command is not None:
-                    run.command, run.environment, facts = last_command[0], dict(last_command[1]), dict(last_command[2])
-                    run.buffers = facts.pop("buffers", run.buffers)
-                    run.provenance = facts
+                    run.provenance.update(last_command)
                     last_command = None
                 block = _Block(run)
                 continue
@@ -205,7 +203,7 @@ def parse_osu_text(text: str, source: str = "<text>") -> list[ParsedRun]:
                 continue
             buffer_match = _SEND_BUFFER_RE.match(line)
             if buffer_match:
-                block.run.buffers = _buffers(buffer_match)
+                block.run.provenance.buffers = _buffers(buffer_match)
             elif block.columns is None and is_header(line):
                 block.columns = _columns_for(split_header(line), block.run.benchmark)
                 block.run.units = _units(block.columns) or block.run.units

@@ -2,7 +2,6 @@
 
 from .blocks import Block, Step, blocks_for, fetch_lines, tristate
 from .render import Recipe, RecipeError, render, write_context
-from .versions import Pinned, UnpinnedError, pinned
 
 __all__ = ["Block", "Pinned", "Recipe", "RecipeError", "Step", "UnpinnedError", "blocks_for", "fetch_lines",
            "pinned", "render", "tristate", "write_context"]

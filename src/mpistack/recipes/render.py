@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
+from ..data import data_path
 from ..spec.stack import Stack
-from .blocks import BUILD_BASE, DISTRO_BASE, Step, blocks_for, environment, launcher_of
-from .versions import UnpinnedError
+from .blocks import BUILD_BASE, DISTRO_BASE, Step, blocks_for, environment
+from ..spec.pins import UnpinnedError
 
 
 class RecipeError(ValueError):
@@ -53,7 +54,7 @@ def labels_for(stack: Stack) -> dict[str, str]:
         "org.mpistack.stack": stack.name,
         "org.mpistack.tag": stack.version_tag(),
         "org.mpistack.mpi": f"{stack.mpi.impl}-{stack.mpi.version}",
-        "org.mpistack.launcher": launcher_of(stack),
+        "org.mpistack.launcher": stack.launcher,
         "org.mpistack.versions": json.dumps(stack.versions(), sort_keys=True, separators=(",", ":")),
         "org.mpistack.spec": json.dumps(spec, sort_keys=True, separators=(",", ":")),
     }
@@ -105,15 +106,13 @@ def render(stack: Stack, versions_path: Path | None = None, *, allow_unpinned: b
 # -- build context ----------------------------------------------------------------------------------
 
 def bench_source_dir() -> Path:
-    """bench/ of this repository (mpistack-bench sources), or $MPISTACK_BENCH_DIR."""
+    """mpistack-bench's sources (Makefile, src/): $MPISTACK_BENCH_DIR, else the copy shipped in the package
+    (in a checkout, a link to the repository's bench/)."""
     override = os.environ.get("MPISTACK_BENCH_DIR")
-    candidates = [Path(override)] if override else []
-    candidates.append(Path(__file__).resolve().parents[3] / "bench")
-    for path in candidates:
-        if (path / "Makefile").is_file():
-            return path
-    raise RecipeError("mpistack-bench sources (bench/Makefile) not found: run from a checkout of the "
-                      "repository or set MPISTACK_BENCH_DIR")
+    path = Path(override) if override else data_path("bench")
+    if (path / "Makefile").is_file():
+        return path
+    raise RecipeError(f"mpistack-bench sources not found at {path} (expected a Makefile): set MPISTACK_BENCH_DIR")
 
 
 def _host_pip_config() -> tuple[str, Path | None]:

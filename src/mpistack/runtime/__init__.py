@@ -14,7 +14,6 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..recipes.blocks import launcher_of
 from ..spec.stack import Stack
 
 APPROACHES = ("container", "hybrid", "bind", "opensource")
@@ -67,11 +66,16 @@ def srun_mpi(stack: Stack) -> str:
     return "pmi2" if stack.mpi.impl == "mpich" else "pmix"
 
 
-def launch_command(stack: Stack, ranks: int, argv: list[str]) -> list[str]:
-    """The image's own launcher, e.g. ['mpiexec.mpich', '-n', '2', 'mpistack-bench', ...]."""
-    launcher = launcher_of(stack)
-    extra = ["--oversubscribe"] if stack.mpi.impl == "openmpi" else []
-    return [launcher, *extra, "-n", str(ranks), *argv]
+def launch_command(stack: Stack, ranks: int, argv: list[str], *, binding: str = "none") -> list[str]:
+    """The image's own launcher, e.g. ['mpiexec.mpich', '-n', '2', 'mpistack-bench', ...]; binding is
+    Hydra's -bind-to or Open MPI's --bind-to (core, socket)."""
+    command = [stack.launcher]
+    if stack.mpi.impl == "openmpi":
+        command.append("--oversubscribe")
+    command += ["-n", str(ranks)]
+    if binding != "none":
+        command += ["-bind-to", binding] if stack.mpi.impl == "mpich" else ["--bind-to", binding]
+    return [*command, *argv]
 
 
 def env_script(stack: Stack, **options) -> str:

@@ -16,12 +16,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from ..registry import APPROACHES, ENGINES, LAUNCHERS
+from .benchmarks import BENCHMARK_NAMES
 from .toml_files import load_model, read_text
 
-BENCHMARK_NAMES = ("latency", "bw", "bibw", "mbw_mr", "multi_lat", "barrier", "bcast", "reduce", "allreduce",
-                   "gather", "scatter", "allgather", "alltoall", "reduce_scatter")
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", max_length=100)]
 
 
@@ -48,7 +48,7 @@ class StackEntry(_Model):
 
 
 class ApproachEntry(_Model):
-    name: Literal["native", "container", "hybrid", "bind"]
+    name: Annotated[str, AfterValidator(APPROACHES.check)]
     #: let ranks attach each other's memory (cross-memory attach, single-copy transfers): containers
     #: get --pid host, CAP_SYS_PTRACE and no seccomp filter. Off is podman's default confinement.
     single_copy: bool = False
@@ -89,7 +89,7 @@ class Placement(_Model):
         return f"n{self.ranks}N{self.nodes}" + ("" if self.binding == "none" else f"-{self.binding}")
 
 
-class Filter(_Model):
+class CaseFilter(_Model):
     """Case fields matched with shell-style patterns: stack, approach, benchmark, ranks, nodes, buffers."""
 
     model_config = ConfigDict(extra="forbid")
@@ -104,8 +104,8 @@ class Filter(_Model):
 class Campaign(_Model):
     name: Name
     description: str = ""
-    launcher: Literal["local"] = "local"
-    engine: Literal["podman", "docker"] = "podman"
+    launcher: Annotated[str, AfterValidator(LAUNCHERS.check)] = "local"
+    engine: Annotated[str, AfterValidator(ENGINES.check)] = "podman"
     timeout: Annotated[float, Field(gt=0)] = 600
     retries: Annotated[int, Field(ge=0, le=10)] = 1
     repeats: Annotated[int, Field(ge=1, le=100)] = 1
@@ -117,8 +117,8 @@ class Campaign(_Model):
     approaches: list[ApproachEntry] = Field(min_length=1)
     benchmarks: list[BenchmarkEntry] = Field(min_length=1)
     placements: list[Placement] = Field(alias="placement", default_factory=lambda: [Placement()])
-    include: list[Filter] = Field(default_factory=list)
-    exclude: list[Filter] = Field(default_factory=list)
+    include: list[CaseFilter] = Field(default_factory=list)
+    exclude: list[CaseFilter] = Field(default_factory=list)
     #: where the file was read from (not part of the file)
     path: str | None = Field(None, exclude=True)
 

@@ -1,6 +1,6 @@
 """Stack specification: base image, MPI, transport libraries, GPU, benchmarks.
 
-A stack is written in TOML (see src/mpistack/catalogue/*.toml) and validated by the pydantic models
+A stack is written in TOML (see src/mpistack/data/catalogue/*.toml) and validated by the pydantic models
 below. Errors name the file, the field and what was expected:
 
     debian-mpich.toml: mpi.device: expected one of 'ch4:ofi', 'ch4:ucx', 'ch3:nemesis' (got 'ch5')
@@ -20,6 +20,12 @@ from .toml_files import load_model, read_text
 Tristate = Union[bool, str, None]
 
 VERSION_RE = re.compile(r"^\d+(\.\d+){0,3}([.-]?(post|rc|a|b)\d*)?$")
+
+
+#: Debian's names for each MPI's compiler wrapper and launcher (both MPIs install side by side)
+APT_MPI_COMMANDS = {"mpich": ("mpicc.mpich", "mpiexec.mpich"), "openmpi": ("mpicc.openmpi", "mpirun.openmpi")}
+#: where MPI wheels from PyPI are installed in an image
+PIP_MPI_PREFIX = "/opt/mpi"
 
 
 class StackError(ValueError):
@@ -249,6 +255,24 @@ class Stack(_Model):
 
     def image_ref(self) -> str:
         return f"localhost/mpistack/{self.name}:{self.version_tag()}"
+
+    @property
+    def mpicc(self) -> str:
+        """The MPI compiler wrapper inside the image."""
+        if self.mpi.channel == "apt":
+            return APT_MPI_COMMANDS[self.mpi.impl][0]
+        if self.mpi.channel == "pip":
+            return f"{PIP_MPI_PREFIX}/bin/mpicc"
+        return f"{self.mpi.prefix}/bin/mpicc"
+
+    @property
+    def launcher(self) -> str:
+        """The image's own MPI launcher."""
+        if self.mpi.launcher:
+            return self.mpi.launcher
+        if self.mpi.channel == "apt":
+            return APT_MPI_COMMANDS[self.mpi.impl][1]
+        return "mpiexec" if self.mpi.impl == "mpich" else "mpirun"
 
     def components(self) -> list[tuple[str, Component]]:
         out: list[tuple[str, Component]] = []

@@ -1,7 +1,7 @@
-"""The results store: campaigns, runs and results, in SQLite or PostgreSQL."""
+"""The results store: campaigns, runs and results, in SQLite or PostgreSQL. SQL lives only here."""
 
-from .engine import DEFAULT_DB, StoreError, current_revision, open_engine, resolve_url, upgrade
-from .schema import SCHEMA_REVISION, RunStatus
+from .database import DEFAULT_DB, StoreError, current_revision, open_database, resolve_url, upgrade
+from .schema import SCHEMA_REVISION
 
-__all__ = ["DEFAULT_DB", "SCHEMA_REVISION", "RunStatus", "StoreError", "current_revision", "open_engine",
-           "resolve_url", "upgrade"]
+__all__ = ["DEFAULT_DB", "SCHEMA_REVISION", "StoreError", "current_revision", "open_database", "resolve_url",
+           "upgrade"]

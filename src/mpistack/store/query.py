@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, and_, exists, select
 
-from .schema import RESULT_STAT_FIELDS, Run, RunTag, Result
+from .schema import RESULT_STAT_FIELDS, RunRow, RunTagRow, ResultRow
 
-_RESULTS = Result.__table__.c
-_RUNS = Run.__table__.c
-_TAGS = RunTag.__table__.c
+_RESULTS = ResultRow.__table__.c
+_RUNS = RunRow.__table__.c
+_TAGS = RunTagRow.__table__.c
 
 _WHERE_RE = re.compile(r"^\s*([A-Za-z_][\w.-]*)\s*(!=|>=|<=|=|>|<)\s*(.*?)\s*$")
 _OPERATORS = {
@@ -22,7 +22,7 @@ _OPERATORS = {
     "<": lambda column, value: column < value,
     "<=": lambda column, value: column <= value,
 }
-# Filter keys that name a column; anything else is a tag.
+# Where keys that name a column; anything else is a tag.
 _RESULT_KEYS = {"benchmark": _RESULTS.benchmark, "size": _RESULTS.size, "metric": _RESULTS.metric,
                 "value": _RESULTS.value, "unit": _RESULTS.unit, "validation": _RESULTS.validation,
                 "iterations": _RESULTS.iterations, "run": _RESULTS.run_id}
@@ -38,21 +38,21 @@ OUTPUT_FIELDS = ("run", "benchmark", "size", "metric", "value", "unit", "status"
 STAT_FIELDS = tuple(field for field in RESULT_STAT_FIELDS if field != "validation")
 
 
-class FilterError(ValueError):
+class WhereError(ValueError):
     pass
 
 
 @dataclass(frozen=True)
-class Filter:
+class Where:
     key: str
     operator: str
     value: str | float | int | None
 
     @classmethod
-    def parse(cls, text: str) -> "Filter":
+    def parse(cls, text: str) -> "Where":
         match = _WHERE_RE.match(text)
         if not match:
-            raise FilterError(f"--where {text!r}: expected KEY=VALUE (or !=, <, <=, >, >=), e.g. benchmark=bw")
+            raise WhereError(f"--where {text!r}: expected KEY=VALUE (or !=, <, <=, >, >=), e.g. benchmark=bw")
         key, operator, raw = match.groups()
         value: str | float | int | None = raw
         if raw.lower() in {"null", "none"}:
@@ -61,18 +61,20 @@ class Filter:
             try:
                 value = int(raw) if re.fullmatch(r"[-+]?\d+", raw) else float(raw)
             except ValueError:
-                raise FilterError(f"--where {text!r}: {key} takes a number") from None
+                raise WhereError(f"--where {text!r}: {key} takes a number") from None
         elif key == "incomplete":
             value = raw.lower() in {"1", "true", "yes"}
         if operator not in {"=", "!="} and (value is None or key not in _NUMERIC_KEYS):
-            raise FilterError(f"--where {text!r}: {operator} needs a numeric field ({', '.join(sorted(_NUMERIC_KEYS))})")
+            raise WhereError(f"--where {text!r}: {operator} needs a numeric field ({', '.join(sorted(_NUMERIC_KEYS))})")
         return cls(key, operator, value)
 
-    def clause(self):
-        column = _RESULT_KEYS[self.key] if self.key in _RESULT_KEYS else _RUN_KEYS.get(self.key)
+    def clause(self, run_id=_RESULTS.run_id, result_keys: bool = True):
+        """The SQL condition; `run_id` is the column that names the run (results' or runs' own)."""
+        column = _RESULT_KEYS.get(self.key) if result_keys else None
+        column = column if column is not None else _RUN_KEYS.get(self.key)
         if column is not None:
             return _OPERATORS[self.operator](column, self.value)
-        tag_match = and_(_TAGS.run_id == _RESULTS.run_id, _TAGS.key == self.key)
+        tag_match = and_(_TAGS.run_id == run_id, _TAGS.key == self.key)
         if self.value is None:
             present = exists().where(tag_match)
             return ~present if self.operator == "=" else present
@@ -80,7 +82,42 @@ class Filter:
         return matching if self.operator == "=" else ~matching
 
 
-def query_results(engine: Engine, filters: list[Filter] | None = None, limit: int | None = None) -> list[dict]:
+RUN_FIELDS = ("run", "campaign", "benchmark", "status", "stack", "approach", "launcher", "ranks", "nodes", "buffers",
+              "message", "started_at")
+
+
+def query_runs(engine: Engine, filters: list[Where] | None = None, limit: int | None = None) -> list[dict]:
+    """Runs matching every filter (run fields and tags), in the order they were recorded, with their tags."""
+    columns = [_RUNS.id.label("run"), _RUNS.campaign_id.label("campaign"), _RUNS.benchmark, _RUNS.status,
+               _RUNS.stack, _RUNS.approach, _RUNS.launcher, _RUNS.ranks, _RUNS.nodes, _RUNS.buffers, _RUNS.message,
+               _RUNS.started_at]
+    statement = select(*columns)
+    for where in filters or []:
+        statement = statement.where(where.clause(run_id=_RUNS.id, result_keys=False))
+    statement = statement.order_by(_RUNS.id)
+    if limit:
+        statement = statement.limit(limit)
+    with engine.connect() as connection:
+        rows = [dict(row._mapping) for row in connection.execute(statement)]
+        tags = _tags_of(connection, [row["run"] for row in rows])
+    for row in rows:
+        row["tags"] = tags.get(row["run"], {})
+    return rows
+
+
+def _tags_of(connection, run_ids: list[int]) -> dict[int, dict[str, str]]:
+    tags: dict[int, dict[str, str]] = {}
+    run_ids = sorted(set(run_ids))
+    for start in range(0, len(run_ids), 5000):  # stay under bound-parameter limits
+        chunk = run_ids[start:start + 5000]
+        for run_id, key, value in connection.execute(
+            select(_TAGS.run_id, _TAGS.key, _TAGS.value).where(_TAGS.run_id.in_(chunk))
+        ):
+            tags.setdefault(run_id, {})[key] = value
+    return tags
+
+
+def query_results(engine: Engine, filters: list[Where] | None = None, limit: int | None = None) -> list[dict]:
     """Results matching every filter, ordered by run and size, each with its run's fields and tags."""
     columns = [
         _RESULTS.run_id.label("run"), _RESULTS.benchmark, _RESULTS.size, _RESULTS.metric, _RESULTS.value,
@@ -88,7 +125,7 @@ def query_results(engine: Engine, filters: list[Filter] | None = None, limit: in
         _RUNS.buffers, _RUNS.device, _RUNS.benchmark_suite.label("suite"), _RESULTS.validation,
         *[getattr(_RESULTS, name) for name in STAT_FIELDS],
     ]
-    statement = select(*columns).join(Run.__table__, _RUNS.id == _RESULTS.run_id)
+    statement = select(*columns).join(RunRow.__table__, _RUNS.id == _RESULTS.run_id)
     for where in filters or []:
         statement = statement.where(where.clause())
     statement = statement.order_by(_RESULTS.run_id, _RESULTS.size, _RESULTS.id)
@@ -96,14 +133,7 @@ def query_results(engine: Engine, filters: list[Filter] | None = None, limit: in
         statement = statement.limit(limit)
     with engine.connect() as connection:
         rows = [dict(row._mapping) for row in connection.execute(statement)]
-        run_ids = sorted({row["run"] for row in rows})
-        tags: dict[int, dict[str, str]] = {}
-        for start in range(0, len(run_ids), 5000):  # stay under bound-parameter limits
-            chunk = run_ids[start:start + 5000]
-            for run_id, key, value in connection.execute(
-                select(_TAGS.run_id, _TAGS.key, _TAGS.value).where(_TAGS.run_id.in_(chunk))
-            ):
-                tags.setdefault(run_id, {})[key] = value
+        tags = _tags_of(connection, [row["run"] for row in rows])
     for row in rows:
         for name in STAT_FIELDS:
             if row[name] is None:

@@ -8,22 +8,15 @@ indexed table so that `--where key=value` filters stay fast on millions of resul
 
 from __future__ import annotations
 
-import enum
 from datetime import datetime, timezone
 
 from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from ..spec.status import RunStatus
+
 # Bumped with every migration under store/migrations/versions; checked when a store is opened.
 SCHEMA_REVISION = "0001"
-
-
-class RunStatus(str, enum.Enum):
-    OK = "ok"
-    FAILED = "failed"
-    TIMEOUT = "timeout"
-    VALIDATION_FAILED = "validation-failed"
-    SKIPPED = "skipped"
 
 
 def utcnow() -> datetime:
@@ -34,7 +27,7 @@ class Base(DeclarativeBase):
     type_annotation_map = {dict: JSON, list: JSON}
 
 
-class Campaign(Base):
+class CampaignRow(Base):
     __tablename__ = "campaigns"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -42,10 +35,10 @@ class Campaign(Base):
     spec: Mapped[dict | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
-    runs: Mapped[list[Run]] = relationship(back_populates="campaign")
+    runs: Mapped[list[RunRow]] = relationship(back_populates="campaign")
 
 
-class Run(Base):
+class RunRow(Base):
     __tablename__ = "runs"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -78,25 +71,25 @@ class Run(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
-    campaign: Mapped[Campaign | None] = relationship(back_populates="runs")
-    tags: Mapped[list[RunTag]] = relationship(back_populates="run", cascade="all, delete-orphan")
-    results: Mapped[list[Result]] = relationship(back_populates="run", cascade="all, delete-orphan")
+    campaign: Mapped[CampaignRow | None] = relationship(back_populates="runs")
+    tags: Mapped[list[RunTagRow]] = relationship(back_populates="run", cascade="all, delete-orphan")
+    results: Mapped[list[ResultRow]] = relationship(back_populates="run", cascade="all, delete-orphan")
 
 
-class RunTag(Base):
+class RunTagRow(Base):
     __tablename__ = "run_tags"
 
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     key: Mapped[str] = mapped_column(String(100), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
 
-    run: Mapped[Run] = relationship(back_populates="tags")
+    run: Mapped[RunRow] = relationship(back_populates="tags")
 
     # (key, value) first: filters look runs up by tag; run_id makes it covering.
     __table_args__ = (Index("ix_run_tags_key_value", "key", "value", "run_id"),)
 
 
-class Result(Base):
+class ResultRow(Base):
     __tablename__ = "results"
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
@@ -119,7 +112,7 @@ class Result(Base):
     iterations: Mapped[int | None] = mapped_column(Integer)
     validation: Mapped[str | None] = mapped_column(String(8))  # pass, fail, None when not validated
 
-    run: Mapped[Run] = relationship(back_populates="results")
+    run: Mapped[RunRow] = relationship(back_populates="results")
 
     __table_args__ = (
         Index("ix_results_run_id", "run_id"),
@@ -127,7 +120,7 @@ class Result(Base):
     )
 
 
-# Columns of Result that a parser may fill besides benchmark/size/metric/value/unit.
+# Columns of ResultRow that a parser may fill besides benchmark/size/metric/value/unit.
 RESULT_STAT_FIELDS = (
     "min", "max", "mean", "median", "p50", "p90", "p99", "stddev", "ci95_low", "ci95_high", "iterations", "validation",
 )

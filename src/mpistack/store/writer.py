@@ -5,63 +5,41 @@ The caller owns the transaction: a file's runs are written together or not at al
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Callable, Iterable
 
-from sqlalchemy import Connection, bindparam, insert
+from sqlalchemy import Connection, bindparam, delete, insert, select
 
 from ..parsers.model import ParsedRun
-from .schema import RESULT_STAT_FIELDS, Result, Run, RunTag, utcnow
+from ..spec.provenance import Provenance
+from ..spec.status import RunStatus
+from .schema import RESULT_STAT_FIELDS, ResultRow, RunRow, RunTagRow, utcnow
 
-# Tags that are also columns of a run: given as --tag they fill the column (and stay a tag too).
-RUN_COLUMN_TAGS = {
-    "stack", "approach", "launcher", "ranks", "nodes", "device", "buffers", "image_digest",
-    "mpi_library_version", "libfabric_version", "libfabric_provider", "tool_version", "benchmark_suite",
-}
-_INTEGER_COLUMNS = {"ranks", "nodes"}
-_TIME_COLUMNS = {"started_at", "finished_at"}
+# Provenance fields stored in a column of the same name; environment is JSON, the rest are scalars.
+_PROVENANCE_COLUMNS = tuple(item.name for item in dataclasses.fields(Provenance))
 
 
-def _column_value(key: str, value):
-    if value is None:
-        return None
-    if key in _INTEGER_COLUMNS:
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"tag {key}={value!r}: expected a whole number") from None
-    if key in _TIME_COLUMNS and isinstance(value, str):
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return value
-
-
-def run_row(run: ParsedRun, *, source: str | None, tags: dict[str, str], campaign_id: int | None = None,
-            extra: dict | None = None) -> dict:
-    """The runs-table row for a parsed run: parsed provenance, then tags, then explicit extra fields."""
+def run_row(run: ParsedRun, *, source: str | None, campaign_id: int | None = None,
+            provenance: Provenance | None = None, status: RunStatus | None = None,
+            message: str | None = None) -> dict:
+    """The runs-table row of a parsed run: what the output says, then what the caller knows."""
+    facts = Provenance().update(run.provenance)
+    if provenance is not None:
+        facts.update(provenance)
     row = {
         "campaign_id": campaign_id,
         "benchmark": run.benchmark,
         "title": run.title,
-        "status": run.status,
+        "status": (status or run.status).value,
         "incomplete": run.incomplete,
-        "message": "\n".join(run.messages) or None,
-        "command": run.command,
-        "environment": run.environment or None,
+        "message": message or "\n".join(run.messages) or None,
         "benchmark_suite": run.suite,
-        "device": run.device,
-        "buffers": run.buffers,
         "source": f"{source}:{run.line}" if source and run.line else source,
         "created_at": utcnow(),
     }
-    for key, value in run.provenance.items():
-        if key in Run.__table__.columns:
-            row[key] = _column_value(key, value)
-    for key, value in tags.items():
-        if key in RUN_COLUMN_TAGS:
-            row[key] = _column_value(key, value)
-    for key, value in (extra or {}).items():
-        row[key] = _column_value(key, value)
+    for name in _PROVENANCE_COLUMNS:
+        row[name] = getattr(facts, name) or None
     return row
 
 
@@ -85,21 +63,21 @@ def result_rows(run: ParsedRun, run_id: int) -> list[dict]:
 
 def write_runs(connection: Connection, runs: Iterable[ParsedRun], *, source: str | None = None,
                tags: dict[str, str] | None = None, campaign_id: int | None = None,
-               extra: dict | None = None) -> list[int]:
-    """Insert runs with their tags and results; returns the new run ids."""
+               provenance: Provenance | None = None, status: RunStatus | None = None,
+               message: str | None = None) -> list[int]:
+    """Insert runs with their tags and results; returns the new run ids. `provenance`, `status` and
+    `message` are what the caller knows beyond the output (a campaign: what it launched, how it ended)."""
     tags = tags or {}
-    runs = list(runs)
-    # Every row is built (and every tag checked) before the first insert, so that a bad value never
-    # leaves part of a file behind.
+    # Every row is built before the first insert, so that a bad value never leaves part of a file behind.
     prepared = []
     for run in runs:
         run_tags = {**run.tags, **tags}
-        prepared.append((run, run_tags, run_row(run, source=source, tags=run_tags, campaign_id=campaign_id,
-                                                extra=extra)))
+        prepared.append((run, run_tags, run_row(run, source=source, campaign_id=campaign_id,
+                                                provenance=provenance, status=status, message=message)))
     run_ids = []
     results: list[dict] = []
     tag_rows: list[dict] = []
-    run_insert = _driver_insert(connection, Run.__table__, returning=True)
+    run_insert = _driver_insert(connection, RunRow.__table__, returning=True)
     for run, run_tags, row in prepared:
         run_id = connection.exec_driver_sql(run_insert.sql, run_insert.bind(row)).scalar_one()
         run_ids.append(run_id)
@@ -108,9 +86,9 @@ def write_runs(connection: Connection, runs: Iterable[ParsedRun], *, source: str
     # Straight to the driver's executemany: SQLAlchemy's per-statement and per-row processing cost more
     # than the inserts themselves (a typical file has 20-50 results).
     if tag_rows:
-        connection.exec_driver_sql(_driver_insert(connection, RunTag.__table__).sql, tag_rows)
+        connection.exec_driver_sql(_driver_insert(connection, RunTagRow.__table__).sql, tag_rows)
     if results:
-        connection.exec_driver_sql(_driver_insert(connection, Result.__table__).sql, results)
+        connection.exec_driver_sql(_driver_insert(connection, ResultRow.__table__).sql, results)
     return run_ids
 
 
@@ -150,3 +128,10 @@ def _driver_insert(connection: Connection, table, returning: bool = False) -> _D
                       if (process := column.type._cached_bind_processor(dialect)) is not None}
         _DRIVER_INSERTS[key] = _DriverInsert(compiled.string, tuple(column.name for column in columns), processors)
     return _DRIVER_INSERTS[key]
+
+
+def delete_runs_tagged(connection: Connection, key: str, value: str) -> None:
+    """Remove every run carrying the tag key=value (with its results and tags): reloading a published
+    reference replaces its earlier copy."""
+    tagged = select(RunTagRow.run_id).where(RunTagRow.key == key, RunTagRow.value == value)
+    connection.execute(delete(RunRow).where(RunRow.id.in_(tagged)))

@@ -1,0 +1,171 @@
+"""The pipeline of one case, as named stages with typed hand-offs:
+
+    plan      Case -> LaunchPlan            (the approach's exact command; pure)
+    launch    LaunchPlan -> Execution       (the launcher runs it under the case's limit, and waits)
+    parse     LaunchPlan, Execution -> Parsed
+    classify  Execution, Parsed -> Outcome  (status and the message a person reads)
+    record    ... -> run ids                (one transaction in the store, as the case ends)
+
+`run_case` strings them together with the retry budget for infrastructure failures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import socket
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from sqlalchemy import Engine
+
+from .. import __version__, approaches
+from ..approaches import Refused, Resources
+from ..launchers import Execution, Launcher, LaunchPlan
+from ..parsers import ParseError, ParsedRun, parse_text
+from ..spec.campaign import Campaign
+from ..spec.case import Case
+from ..spec.provenance import Provenance
+from ..spec.status import RunStatus
+from ..store.writer import write_runs
+
+# Exit codes of podman (125: engine error, 126: cannot invoke, 127: not found) and of a launcher that
+# could not start: infrastructure, worth a retry; anything else is the benchmark's own failure.
+INFRASTRUCTURE_EXIT_CODES = frozenset({125, 126, 127})
+MESSAGE_LIMIT = 4000  # characters of a failed case's output kept with its run
+
+
+@dataclass(frozen=True)
+class Parsed:
+    runs: list[ParsedRun]
+    problem: str | None = None  # why the output could not be read
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: RunStatus
+    message: str | None = None
+    results: int = 0
+    attempts: int = 1
+    seconds: float = 0.0
+
+    @property
+    def headline(self) -> str | None:
+        return self.message.splitlines()[0] if self.message else None
+
+
+@dataclass
+class CaseContext:
+    """What every case of one campaign run shares."""
+
+    campaign: Campaign
+    campaign_id: int
+    resources: Resources
+    launcher: Launcher
+    database: Engine | None
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+def case_label(campaign: Campaign, case: Case) -> str:
+    """A label for the case's containers and the name of its output: stable, so that a dry run prints
+    the very command the run executes."""
+    digest = hashlib.sha1(f"{campaign.name}\0{case.key}".encode()).hexdigest()[:12]
+    return f"mpistack-{digest}"
+
+
+def plan(campaign: Campaign, case: Case, resources: Resources) -> LaunchPlan:
+    label = case_label(campaign, case)
+    output = None if case.benchmark.program else resources.workdir / f"{label}.json"
+    return approaches.plan(case, resources, output, list(campaign.benchmark_options), label)
+
+
+def parse(launch: LaunchPlan, execution: Execution) -> Parsed:
+    """The benchmark's JSON when it wrote one, else its standard output as OSU text."""
+    if launch.output is not None and launch.output.is_file():
+        text, source = launch.output.read_text(errors="replace"), str(launch.output)
+    else:
+        text, source = execution.stdout, "stdout"
+    if not text.strip():
+        return Parsed([])
+    try:
+        return Parsed(parse_text(text, source))
+    except ParseError as error:
+        return Parsed([], str(error))
+
+
+def classify(execution: Execution, parsed: Parsed, timeout: float) -> Outcome:
+    tail = "\n".join(execution.stderr.strip().splitlines()[-15:])
+    if execution.timed_out:
+        return Outcome(RunStatus.TIMEOUT, f"killed after {timeout:g} s" + (f"\n{tail}" if tail else ""))
+    if execution.exit_code != 0:
+        failed_validation = any(run.status is RunStatus.VALIDATION_FAILED for run in parsed.runs)
+        status = RunStatus.VALIDATION_FAILED if failed_validation else RunStatus.FAILED
+        return Outcome(status, f"exit status {execution.exit_code}" + (f"\n{tail}" if tail else ""))
+    if not parsed.runs:
+        return Outcome(RunStatus.FAILED, parsed.problem or "no benchmark output")
+    problems = [run.status for run in parsed.runs if run.status is not RunStatus.OK]
+    return Outcome(problems[0] if problems else RunStatus.OK)  # any run's problem is the case's
+
+
+def record(context: CaseContext, case: Case, outcome: Outcome, runs: list[ParsedRun],
+           launch: LaunchPlan | None = None, execution: Execution | None = None) -> int:
+    """Write the case's runs (or one empty run carrying its status) in one transaction; returns the number
+    of results stored."""
+    runs = runs or [ParsedRun.empty(case.benchmark.name)]
+    now = datetime.now(timezone.utc)
+    facts = Provenance(stack=case.stack.name, approach=case.approach.name, launcher=context.campaign.launcher,
+                       ranks=case.placement.ranks, nodes=case.placement.nodes, buffers=case.buffers,
+                       tool_version=__version__, started_at=execution.started if execution else now,
+                       finished_at=execution.finished if execution else now)
+    tags = {**context.tags, "case": case.key, "mpi": case.stack.mpi_impl, "repeat": str(case.repeat)}
+    if case.stack.declared_mpi_version:
+        tags["mpi_version"] = case.stack.declared_mpi_version
+    if launch is not None:
+        facts.command = shlex.join(launch.argv)
+        tags.update(launch.facts)
+        if launch.image:
+            facts.image_digest = context.resources.digests.get(case.stack.name)
+    if execution is not None:
+        facts.environment = execution.environment
+    for run in runs:
+        if not run.provenance.hosts:
+            run.provenance.hosts = [socket.gethostname()]
+    status = None if outcome.status is RunStatus.OK else outcome.status
+    message = outcome.message[-MESSAGE_LIMIT:] if outcome.message else None
+    with context.database.begin() as connection:
+        write_runs(connection, runs, source=f"campaign {context.campaign.name}", tags=tags,
+                   campaign_id=context.campaign_id, provenance=facts, status=status, message=message)
+    return sum(run.result_count for run in runs)
+
+
+def run_case(context: CaseContext, case: Case) -> Outcome | None:
+    """Plan, launch, parse, classify and record one case; None when it was interrupted (nothing
+    recorded, so that --resume runs it again)."""
+    if case.skip:
+        outcome = Outcome(RunStatus.SKIPPED, case.skip)
+        record(context, case, outcome, [])
+        return outcome
+    build_failure = context.resources.failed_builds.get(case.stack.name)
+    if build_failure:
+        outcome = Outcome(RunStatus.FAILED, build_failure)
+        record(context, case, outcome, [])
+        return outcome
+    try:
+        launch = plan(context.campaign, case, context.resources)
+    except Refused as refused:
+        outcome = Outcome(RunStatus.SKIPPED, str(refused))
+        record(context, case, outcome, [])
+        return outcome
+    attempts = 0
+    while True:
+        attempts += 1
+        execution = context.launcher.execute(launch, context.campaign.timeout)
+        if execution.interrupted:
+            return None
+        if execution.exit_code in INFRASTRUCTURE_EXIT_CODES and attempts <= context.campaign.retries:
+            continue
+        break
+    parsed = parse(launch, execution)
+    judged = classify(execution, parsed, context.campaign.timeout)
+    count = record(context, case, judged, parsed.runs, launch, execution)
+    return Outcome(judged.status, judged.message, count, attempts, execution.seconds)

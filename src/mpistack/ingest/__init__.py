@@ -1,0 +1,1 @@
+"""Ingest: benchmark output files and published references into the store."""

@@ -1,0 +1,53 @@
+"""What a launcher is handed (a LaunchPlan, made by an approach) and what it hands back (an Execution)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+# Settings that change how MPI communicates: recorded with every run, as they were when it ran.
+RECORDED_ENV_PREFIXES = ("FI_", "UCX_", "MPIR_CVAR_", "MPICH_", "OMPI_MCA_", "PMIX_MCA_", "I_MPI_", "LD_LIBRARY_PATH")
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """The exact command of one case: what a dry run prints is what the launcher executes."""
+
+    argv: list[str]
+    env: dict[str, str]  # set on top of the launcher's own environment
+    output: Path | None  # JSON the benchmark writes (None: its standard output is OSU text)
+    label: str | None = None  # label on every container of the case, to find and remove them
+    image: str | None = None
+    facts: dict[str, str] = field(default_factory=dict)  # recorded with the run (confinement, bound MPI)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How one launch went. exit_code is None when it did not end by itself (timeout or interrupt)."""
+
+    exit_code: int | None
+    timed_out: bool
+    interrupted: bool
+    stdout: str
+    stderr: str
+    started: datetime
+    finished: datetime
+    environment: dict[str, str]  # the RECORDED_ENV_PREFIXES settings it ran with
+
+    @property
+    def seconds(self) -> float:
+        return (self.finished - self.started).total_seconds()
+
+
+class Launcher(Protocol):
+    def execute(self, plan: LaunchPlan, timeout: float) -> Execution:
+        """Run the plan to its end, or kill it with everything it started after `timeout` seconds."""
+
+    def interrupt(self) -> None:
+        """Stop the running launch now (Ctrl-C); its Execution says interrupted."""
+
+
+def recorded_environment(env: dict[str, str]) -> dict[str, str]:
+    return {key: value for key, value in env.items() if key.startswith(RECORDED_ENV_PREFIXES)}

@@ -1,0 +1,116 @@
+"""What every building block shares: the Step it returns, the Block base class, Jinja2 templates and
+tri-state options. Building blocks: one per component, one per file. Each turns the stack spec into shell commands (the body of one
+Containerfile RUN step, or lines of an Apptainer %post), plus the packages, environment and files it
+needs. Every value placed in shell is quoted (the ``q`` filter is shlex.quote); every download is checked
+against the sha256 pinned in versions.toml before it is unpacked.
+
+Tri-state options follow HPC Container Maker: True -> --with-X, "/path" -> --with-X=/path,
+False -> --without-X, None -> not mentioned (the component's own default).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+
+from ...spec.stack import Stack, Tristate
+from ...spec.pins import Pinned, pinned
+
+STAGE = "/opt/mpistack/stage"
+
+BUILD_BASE = ["build-essential", "ca-certificates", "curl", "pkg-config", "file"]
+#: distro builds only compile mpistack-bench
+DISTRO_BASE = ["ca-certificates", "gcc", "libc6-dev", "make"]
+AUTOTOOLS = ["autoconf", "automake", "libtool"]
+
+
+def dq(value: object) -> str:
+    """A double-quoted string for Containerfile ENV/LABEL values."""
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("$", "\\$")
+    return f'"{text}"'
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("mpistack.recipes", "templates"),
+                             undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=False, trim_blocks=False, autoescape=False)
+    env.filters["q"] = lambda v: shlex.quote(str(v))
+    env.filters["dq"] = dq
+    env.filters["basename"] = lambda v: Path(str(v)).name
+    return env
+
+
+def render_lines(template: str, **context) -> list[str]:
+    text = environment().get_template(template).render(**context)
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def tristate(name: str, value: Tristate, *, kind: str = "with", true_value: str | None = None) -> list[str]:
+    """--with-NAME / --with-NAME=PATH / --without-NAME (or enable/disable), [] for None."""
+    if value is None:
+        return []
+    negative = "without" if kind == "with" else "disable"
+    if value is False:
+        return [f"--{negative}-{name}"]
+    if value is True:
+        return [f"--{kind}-{name}={true_value}"] if true_value else [f"--{kind}-{name}"]
+    return [f"--{kind}-{name}={value}"]
+
+
+@dataclass
+class Step:
+    component: str
+    comment: str = ""
+    before: list[str] = field(default_factory=list)          # Containerfile lines before RUN (COPY ...)
+    commands: list[str] = field(default_factory=list)        # shell commands, one per entry
+    files: list[tuple[str, str]] = field(default_factory=list)  # (context path, image path) for Apptainer
+    build_packages: list[str] = field(default_factory=list)
+    runtime_packages: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    copies: list[str] = field(default_factory=list)          # paths copied to the final stage
+    pin: Pinned | None = None
+
+
+def fetch_context(pin: Pinned, dir: str) -> dict:
+    return {"url": pin.url, "sha256": pin.sha256, "file": pin.filename, "dir": dir,
+            "component": pin.component, "version": pin.version}
+
+
+def fetch_lines(pin: Pinned, dir: str = "/tmp/src") -> list[str]:
+    """The rendered download + verify + unpack step alone (used by tests to run the real thing)."""
+    return render_lines("fetch.sh.j2", **fetch_context(pin, dir))
+
+
+class Block:
+    """Base class: subclasses set ``name`` and implement ``step``."""
+
+    name = ""
+
+    def __init__(self, stack: Stack, versions_path: Path | None = None):
+        self.stack = stack
+        self.versions_path = versions_path
+
+    @property
+    def stage(self) -> str:
+        # source builds are development images (applications are built on top of them, as at CSCS):
+        # single stage. Distro builds copy selected paths into a slim final stage instead.
+        return ""
+
+    def pin(self, component: str, version: str, field_name: str) -> Pinned:
+        return pinned(component, version, field=field_name, path=self.versions_path)
+
+    def gpu_path(self, value: Tristate) -> Tristate:
+        """A component's cuda/rocm option: True means the stack's GPU toolkit prefix."""
+        if value is True and self.stack.gpu.prefix:
+            return self.stack.gpu.prefix
+        return value
+
+    def step(self) -> Step:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+

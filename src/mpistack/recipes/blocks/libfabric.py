@@ -1,0 +1,49 @@
+"""The libfabric building block."""
+
+from __future__ import annotations
+
+from ...registry import BLOCKS
+from .base import Block, Step, fetch_context, render_lines, tristate
+
+
+@BLOCKS.register("libfabric", order=40, applies=lambda stack: stack.mode == "source" and stack.libfabric is not None)
+class LibfabricBlock(Block):
+    name = "libfabric"
+
+    def configure_args(self) -> list[str]:
+        comp = self.stack.libfabric
+        assert comp is not None
+        args = [f"--prefix={comp.prefix}"]
+        for provider in comp.providers:
+            if provider == "cxi":
+                cxi = self.stack.libcxi
+                cxi_prefix = cxi.prefix if cxi else "/usr"
+                args += [f"--enable-cxi={cxi_prefix}", f"--with-cassini-headers={cxi_prefix}/include",
+                         f"--with-cxi-uapi-headers={cxi_prefix}/include", "--with-json-c=/usr", "--with-curl=/usr"]
+            elif provider == "xpmem":
+                xp = self.stack.xpmem
+                args.append(f"--enable-xpmem={xp.prefix if xp else '/usr'}")
+            else:
+                args.append(f"--enable-{provider}")
+        args += [f"--disable-{p}" for p in comp.disable]
+        args += tristate("cuda", self.gpu_path(comp.cuda))
+        args += tristate("rocr", self.gpu_path(comp.rocm))
+        gdr = comp.gdrcopy
+        if gdr is True and self.stack.gdrcopy:
+            gdr = self.stack.gdrcopy.prefix
+        args += tristate("gdrcopy", gdr)
+        return args + comp.configure
+
+    def step(self) -> Step:
+        comp = self.stack.libfabric
+        assert comp is not None
+        pin = self.pin("libfabric", comp.version, "libfabric.version")
+        lines = render_lines("autotools.sh.j2", prefix=comp.prefix, autogen=False, pre=[],
+                             configure_cmd="./configure", configure=self.configure_args(), stage=self.stage,
+                             **fetch_context(pin, "/tmp/src/libfabric"))
+        extra = ["libjson-c-dev", "libcurl4-openssl-dev"] if "cxi" in comp.providers else []
+        runtime = ["libjson-c5", "libcurl4"] if "cxi" in comp.providers else []
+        return Step("libfabric", f"libfabric {comp.version}" + (f" (providers: {', '.join(comp.providers)})"
+                                                                if comp.providers else ""),
+                    commands=lines, pin=pin, build_packages=extra, runtime_packages=runtime,
+                    copies=[comp.prefix] if self.stage else [])

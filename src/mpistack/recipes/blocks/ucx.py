@@ -1,0 +1,34 @@
+"""The ucx building block."""
+
+from __future__ import annotations
+
+from ...registry import BLOCKS
+from .base import Block, Step, fetch_context, render_lines, tristate
+
+
+@BLOCKS.register("ucx", order=50, applies=lambda stack: stack.mode == "source" and stack.ucx is not None)
+class UcxBlock(Block):
+    name = "ucx"
+
+    def configure_args(self) -> list[str]:
+        comp = self.stack.ucx
+        assert comp is not None
+        gdr = comp.gdrcopy
+        if gdr is True and self.stack.gdrcopy:
+            gdr = self.stack.gdrcopy.prefix
+        xp = comp.xpmem
+        if xp is True and self.stack.xpmem:
+            xp = self.stack.xpmem.prefix
+        return [f"--prefix={comp.prefix}", "--without-go", "--disable-doxygen-doc", "--enable-mt",
+                *tristate("cuda", self.gpu_path(comp.cuda)), *tristate("rocm", self.gpu_path(comp.rocm)),
+                *tristate("gdrcopy", gdr), *tristate("xpmem", xp), *comp.configure]
+
+    def step(self) -> Step:
+        comp = self.stack.ucx
+        assert comp is not None
+        pin = self.pin("ucx", comp.version, "ucx.version")
+        lines = render_lines("autotools.sh.j2", prefix=comp.prefix, autogen=False, pre=[],
+                             configure_cmd="./contrib/configure-release", configure=self.configure_args(),
+                             stage=self.stage, **fetch_context(pin, "/tmp/src/ucx"))
+        return Step("ucx", f"UCX {comp.version}", commands=lines, pin=pin, build_packages=["libnuma-dev"],
+                    runtime_packages=["libnuma1"])

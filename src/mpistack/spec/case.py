@@ -1,0 +1,87 @@
+"""A case: one point of a campaign's matrix (stack x approach x benchmark x placement x buffers x repeat),
+the typed hand-off from the campaign's matrix to the approaches that plan it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from . import catalogue
+from .benchmarks import BENCHMARKS, Benchmark
+from .campaign import ApproachEntry, BenchmarkEntry, Placement, StackEntry
+from .stack import Stack
+
+
+@dataclass(frozen=True)
+class CampaignStack:
+    """A stack as a campaign uses it: the host's MPI, or an image built from a stack spec."""
+
+    entry: StackEntry
+    spec: Stack | None  # None for the host's own MPI
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def is_host(self) -> bool:
+        return self.entry.host is not None
+
+    @property
+    def mpi_impl(self) -> str:
+        """mpich or openmpi: the implementation family (its ABI and launchers)."""
+        return self.entry.host if self.entry.host else self.spec.mpi.impl
+
+    @property
+    def declared_mpi_version(self) -> str | None:
+        """The MPI version the stack spec declares; the host's is what its library reports."""
+        return None if self.spec is None else self.spec.mpi.version
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.spec is not None and self.spec.gpu.kind != "none"
+
+
+def resolve_stack(entry: StackEntry) -> CampaignStack:
+    """The campaign's stack entry with its spec: a catalogue stack, an inline one, or the host's MPI."""
+    if entry.host:
+        return CampaignStack(entry, None)
+    if entry.inline is not None:
+        return CampaignStack(entry, Stack.model_validate({"name": entry.name, **entry.inline}))
+    return CampaignStack(entry, catalogue.load(entry.name))
+
+
+@dataclass(frozen=True)
+class Case:
+    campaign: str
+    stack: CampaignStack
+    approach: ApproachEntry
+    benchmark: BenchmarkEntry
+    placement: Placement
+    buffers: str
+    repeat: int
+    skip: str | None = None  # why this case cannot run here (recorded as skipped)
+
+    @property
+    def test(self) -> Benchmark | None:
+        """The mpistack-bench test this case runs; None for another program."""
+        return None if self.benchmark.program else BENCHMARKS.get(self.benchmark.name)
+
+    @property
+    def approach_label(self) -> str:
+        """The approach as compared: single-copy confinement is a variant of its own."""
+        return self.approach.name + ("+single-copy" if self.approach.single_copy else "")
+
+    @cached_property
+    def key(self) -> str:
+        """Stable identity of a case within its campaign: --resume skips keys already done."""
+        return "/".join([self.stack.name, self.approach_label, self.benchmark.name, self.placement.label,
+                         self.buffers, f"r{self.repeat}"])
+
+    def fields(self) -> dict[str, str]:
+        return {"stack": self.stack.name, "approach": self.approach.name, "benchmark": self.benchmark.name,
+                "ranks": str(self.placement.ranks), "nodes": str(self.placement.nodes), "buffers": self.buffers}
+
+    def describe(self) -> str:
+        return " · ".join([self.stack.name, self.approach_label, self.benchmark.name, self.placement.label,
+                           self.buffers])

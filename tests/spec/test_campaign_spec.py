@@ -1,0 +1,105 @@
+"""Campaign files: validation errors that name the file and the field, and matrix expansion."""
+
+import pytest
+
+from mpistack.campaign.matrix import expand
+from mpistack.campaign.matrix import resolve_stacks
+from mpistack.spec.campaign import CampaignError, load_campaign, load_campaign_text
+
+BASE = """
+name = "t"
+approaches = ["native", "container", "hybrid", "bind"]
+benchmarks = ["latency", "allreduce"]
+[[stack]]
+name = "host-mpich"
+host = "mpich"
+[[stack]]
+name = "debian-mpich"
+"""
+
+
+def error_of(text, path="c.toml"):
+    with pytest.raises(CampaignError) as error:
+        load_campaign_text(text, path)
+    return str(error.value)
+
+
+def test_matrix_of_host_and_image_stacks():
+    campaign = load_campaign_text(BASE)
+    cases = expand(campaign, resolve_stacks(campaign))
+    keys = [case.key for case in cases]
+    assert len(keys) == len(set(keys)) == 2 + 2 * 3  # native for the host; three approaches for the image
+    assert "host-mpich/native/latency/n2N1/H-H/r1" in keys
+    assert "debian-mpich/bind/allreduce/n2N1/H-H/r1" in keys
+    assert not any(key.startswith("debian-mpich/native") or key.startswith("host-mpich/container") for key in keys)
+
+
+def test_include_exclude_repeats_and_skips():
+    text = BASE.replace('name = "t"', 'name = "t"\nrepeats = 2\nbuffers = ["H-H", "D-D"]') + """
+[[stack]]
+name = "pip-mpich"
+[[placement]]
+ranks = 4
+[[exclude]]
+approach = "hybrid"
+[[include]]
+stack = "debian-*"
+[[include]]
+approach = "native"
+"""
+    campaign = load_campaign_text(text)
+    cases = expand(campaign, resolve_stacks(campaign))
+    # include: a case is kept when any include matches (pip-mpich matches none); exclude always wins
+    assert {case.stack.name for case in cases} == {"host-mpich", "debian-mpich"}
+    assert {case.approach.name for case in cases} == {"native", "container", "bind"}
+    assert {case.repeat for case in cases} == {1, 2}
+    assert len(cases) == 3 * 2 * 2 * 2  # (native, container, bind) x 2 benchmarks x 2 buffers x 2 repeats
+    skipped = {case.key: case.skip for case in cases if case.skip}
+    assert skipped["host-mpich/native/latency/n4N1/H-H/r1"] == "latency runs on exactly 2 ranks"
+    assert "need a GPU stack" in skipped["debian-mpich/container/allreduce/n4N1/D-D/r2"]
+    assert not any(case.skip for case in cases if case.benchmark.name == "allreduce" and case.buffers == "H-H")
+
+
+def test_compared_cases_run_next_to_each_other():
+    campaign = load_campaign_text(BASE)
+    keys = [case.key for case in expand(campaign, resolve_stacks(campaign))]
+    assert [key.split("/")[2] for key in keys] == ["latency"] * 4 + ["allreduce"] * 4
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("name = 't'\nname = 'u'", "c.toml: not valid TOML"),
+    (BASE.replace('name = "t"', "name = 't'\ntimeout = 'soon'"), "c.toml: timeout: Input should be a valid number, unable to parse string as a number (got 'soon')"),
+    (BASE.replace('name = "t"', "name = 't'\ncolour = 'blue'"), "c.toml: colour: unknown field (check the spelling)"),
+    (BASE.replace('"allreduce"', '"allreduse"'), "c.toml: benchmarks.1: unknown benchmark 'allreduse'"),
+    (BASE.replace('"bind"', '"chroot"'), "c.toml: approaches.3.name: unknown approach: expected one of native, container, hybrid, bind (got 'chroot')"),
+    (BASE + "[[placement]]\nranks = 0\n", "c.toml: placement.0.ranks: Input should be greater than or equal to 1 (got 0)"),
+    (BASE.replace('name = "t"', "name = 't'\nbuffers = ['H']"), "c.toml: buffers.0: String should match pattern"),
+    (BASE.replace('name = "t"', 'name = "a b; rm -rf /"'), "c.toml: name: String should match pattern"),
+    (BASE + "[[stack]]\nname = 'host-mpich'\nhost = 'mpich'\n", "stack names must be unique; repeated: host-mpich"),
+    ("name = 'x'\napproaches = ['native']\nbenchmarks = ['bw']\n", "c.toml: stack: required field missing"),
+    (BASE + "[[placement]]\nranks = 4\nnodes = 2\nranks_per_node = 3\n",
+     "c.toml: placement.0: ranks (4) must equal nodes (2) x ranks_per_node (3)"),
+])
+def test_invalid_campaigns_name_file_and_field(text, expected):
+    assert expected in error_of(text)
+
+
+def test_unknown_stack_is_named(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(BASE.replace('name = "debian-mpich"', 'name = "no-such-stack"'))
+    campaign = load_campaign(path)
+    with pytest.raises(CampaignError, match=rf"{path}: stack.1 \(no-such-stack\): stack 'no-such-stack'"):
+        resolve_stacks(campaign)
+
+
+def test_missing_file():
+    with pytest.raises(CampaignError, match="nowhere.toml: cannot read"):
+        load_campaign("nowhere.toml")
+
+
+def test_the_default_campaign_is_valid(repo):
+    campaign = load_campaign(repo / "examples" / "local.toml")
+    cases = expand(campaign, resolve_stacks(campaign))
+    assert {case.stack.name for case in cases} == {"host-mpich", "host-openmpi", "debian-mpich", "pip-mpich"}
+    assert {case.benchmark.name for case in cases} == {"latency", "bw", "bibw", "allreduce", "alltoall"}
+    assert all(case.placement.ranks == 2 and case.placement.nodes == 1 for case in cases)

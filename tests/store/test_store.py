@@ -1,0 +1,140 @@
+"""The results store on SQLite and on a real PostgreSQL server: the same suite on both."""
+
+import multiprocessing
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select, text
+
+from mpistack.ingest.files import ingest_files
+from mpistack.store import SCHEMA_REVISION, StoreError, current_revision, open_database
+from mpistack.store.query import Where, WhereError, query_results
+from mpistack.store.schema import ResultRow, RunRow
+
+SAMPLES = Path(__file__).resolve().parents[1] / "parsers"
+
+
+def write(tmp_path, name, content):
+    path = tmp_path / name
+    path.write_text(content)
+    return path
+
+
+def osu_bw(values, version="7.5"):
+    rows = "".join(f"{size:<10d}{value:>18.2f}\n" for size, value in values)
+    return f"\n# OSU MPI Bandwidth Test v{version}\n# Datatype: MPI_CHAR.\n# Size      Bandwidth (MB/s)\n{rows}"
+
+
+def count(engine, table):
+    with engine.connect() as connection:
+        return connection.execute(select(func.count()).select_from(table)).scalar_one()
+
+
+def test_new_store_is_at_current_schema(store_url):
+    engine = open_database(store_url)
+    assert current_revision(engine) == SCHEMA_REVISION
+
+
+def test_ingest_and_filter_by_result_run_and_tag(store_url, tmp_path):
+    engine = open_database(store_url)
+    a = write(tmp_path, "a.txt", osu_bw([(1, 1.5), (2, 3.0), (4, 6.0)]))
+    b = write(tmp_path, "b.txt", osu_bw([(1, 0.5), (2, 1.0)]))
+    assert ingest_files(engine, [a], {"system": "alps", "approach": "container", "nodes": "2"}).files == 1
+    assert ingest_files(engine, [b], {"system": "lumi", "approach": "native"}).files == 1
+
+    alps = query_results(engine, [Where.parse("system=alps")])
+    assert [(row["size"], row["value"]) for row in alps] == [(1, 1.5), (2, 3.0), (4, 6.0)]
+    assert alps[0]["benchmark"] == "bw" and alps[0]["metric"] == "bandwidth" and alps[0]["unit"] == "MB/s"
+    assert alps[0]["nodes"] == 2 and alps[0]["approach"] == "container" and alps[0]["system"] == "alps"
+    assert alps[0]["tags"] == {"system": "alps"}  # context tags fill the run's fields, not its tags
+
+    assert [row["value"] for row in query_results(engine, [Where.parse("approach=native"), Where.parse("size>=2")])] \
+        == [1.0]
+    assert len(query_results(engine, [Where.parse("system!=alps")])) == 2
+    assert query_results(engine, [Where.parse("system=nowhere")]) == []
+    assert len(query_results(engine, [Where.parse("benchmark=bw"), Where.parse("value<2")])) == 3
+
+
+def test_statistics_and_validation_are_stored(store_url, tmp_path):
+    engine = open_database(store_url)
+    path = write(tmp_path, "coll.txt", (SAMPLES / "osu_samples.py").read_text().split('ALLTOALL_7_FULL = """\\\n')[1]
+                 .split('"""')[0])
+    ingest_files(engine, [path])
+    (first, second) = query_results(engine, [Where.parse("benchmark=alltoall")])
+    assert first["min"] == 21.0 and first["max"] == 23.5 and first["iterations"] == 1000
+    assert first["validation"] == "pass" and second["value"] == 22.34
+
+
+def test_bad_file_is_rejected_whole_and_others_are_stored(store_url, tmp_path):
+    engine = open_database(store_url)
+    good = write(tmp_path, "good.txt", osu_bw([(1, 1.0)]))
+    # The first test in this file is fine; the second has a garbled row: nothing of the file is written.
+    bad = write(tmp_path, "bad.txt", osu_bw([(1, 1.0)]) + osu_bw([(1, 2.0)]).replace("2.00", "2.0O") +
+                osu_bw([(2, 3.0)]))
+    empty = write(tmp_path, "empty.txt", "")
+    binary = tmp_path / "core.bin"
+    binary.write_bytes(b"\x7fELF\x00\x01\x02")
+    report = ingest_files(engine, [good, bad, empty, binary])
+    assert report.files == 1 and len(report.errors) == 3
+    assert report.errors[0].startswith(f"{bad}:10: malformed row")
+    assert "empty file" in report.errors[1] and "binary file" in report.errors[2]
+    assert count(engine, RunRow.__table__) == 1 and count(engine, ResultRow.__table__) == 1
+
+
+def test_truncated_file_keeps_rows_and_marks_run(store_url, tmp_path):
+    engine = open_database(store_url)
+    cut = write(tmp_path, "cut.txt", osu_bw([(1, 1.0), (2, 2.0)]) + "4         3.")
+    ingest_files(engine, [cut])
+    rows = query_results(engine, [Where.parse("incomplete=true")])
+    assert [row["size"] for row in rows] == [1, 2] and rows[0]["status"] == "failed"
+
+
+def test_filter_errors():
+    with pytest.raises(WhereError, match="expected KEY=VALUE"):
+        Where.parse("benchmark")
+    with pytest.raises(WhereError, match="size takes a number"):
+        Where.parse("size=big")
+    with pytest.raises(WhereError, match="needs a numeric field"):
+        Where.parse("system>alps")
+
+
+def test_bad_tag_value_names_the_tag(store_url, tmp_path):
+    engine = open_database(store_url)
+    with pytest.raises(ValueError, match="^tag nodes='two': expected a whole number$"):
+        ingest_files(engine, [write(tmp_path, "a.txt", osu_bw([(1, 1.0)]))], {"nodes": "two"})
+    with pytest.raises(ValueError, match="image_digest is recorded by mpistack"):
+        ingest_files(engine, [write(tmp_path, "a.txt", osu_bw([(1, 1.0)]))], {"image_digest": "sha256:forged"})
+    assert count(engine, RunRow.__table__) == 0
+
+
+def _ingest_worker(args):
+    url, paths = args
+    engine = open_database(url)
+    return ingest_files(engine, paths, {"writer": "parallel"}).files
+
+
+def test_parallel_writers_lose_no_rows(store_url, tmp_path):
+    open_database(store_url)  # create the schema once, before the writers race
+    paths = [write(tmp_path, f"f{index}.txt", osu_bw([(size, float(index)) for size in (1, 2, 4, 8)]))
+             for index in range(40)]
+    chunks = [(store_url, paths[start::4]) for start in range(4)]
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        assert sum(pool.map(_ingest_worker, chunks)) == 40
+    engine = open_database(store_url)
+    assert count(engine, RunRow.__table__) == 40 and count(engine, ResultRow.__table__) == 160
+
+
+def test_store_from_a_newer_mpistack_is_refused(tmp_path):
+    url = str(tmp_path / "future.db")
+    engine = open_database(url)
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    with pytest.raises(StoreError, match="newer than this mpistack"):
+        open_database(url)
+
+
+def test_sqlite_uses_wal(tmp_path):
+    engine = open_database(str(tmp_path / "wal.db"))
+    with engine.connect() as connection:
+        assert connection.execute(text("PRAGMA journal_mode")).scalar_one() == "wal"
+        assert connection.execute(text("PRAGMA busy_timeout")).scalar_one() > 0
