@@ -11,14 +11,6 @@ import typer
 from .common import err, out
 from rich.markup import escape
 
-from .. import compat, runtime
-from ..engines import ContainerRun, EngineError, get_engine
-from ..images.baseimage import make_base_image
-from ..images.build import build_stack
-from ..recipes import RecipeError, render, write_context
-from ..report.tables import print_table
-from ..spec import catalogue
-from ..spec.stack import StackError
 
 stack_app = typer.Typer(help="Stack recipes: list, show, render, check, build and run MPI container images.",
                         no_args_is_help=True)
@@ -28,6 +20,9 @@ EngineOpt = Annotated[str, typer.Option("--engine", help="container engine: podm
 
 
 def _load(name: str):
+    from ..spec import catalogue
+    from ..spec.stack import StackError
+
     try:
         return catalogue.load(name)
     except StackError as error:
@@ -35,7 +30,7 @@ def _load(name: str):
         raise typer.Exit(2) from None
 
 
-def _print_findings(findings: list[compat.Finding], verbose: bool = False) -> None:
+def _print_findings(findings: list, verbose: bool = False) -> None:
     colour = {"error": "red", "warning": "yellow", "info": "cyan"}
     for f in findings:
         err.print(f"[{colour[f.severity]}]{f.severity}[/]: {escape(f'[{f.rule}] {f.message}')}", highlight=False,
@@ -47,6 +42,10 @@ def _print_findings(findings: list[compat.Finding], verbose: bool = False) -> No
 @stack_app.command("list")
 def list_command() -> None:
     """The catalogue: every named stack with its image tag."""
+    from ..report.tables import print_table
+    from ..spec import catalogue
+    from ..spec.stack import StackError
+
     rows = []
     for path in catalogue.stack_files():
         try:
@@ -65,6 +64,8 @@ def list_command() -> None:
 @stack_app.command("show")
 def show_command(name: NameArg) -> None:
     """A stack's settings, versions, image name and compatibility findings."""
+    from .. import compat, runtime
+
     s = _load(name)
     out.print(f"[bold]{s.name}[/bold]  {s.description}", highlight=False)
     out.print(f"image:    {s.image_ref()}", highlight=False)
@@ -94,6 +95,9 @@ def render_command(
                                                  "that fail the build (for review)")] = False,
 ) -> None:
     """Render a stack: Containerfile on stdout (or --apptainer/--edf/--env/--binds), or everything to --out."""
+    from .. import runtime
+    from ..recipes import RecipeError, render, write_context
+
     s = _load(name)
     if edf or env or binds:
         if edf:
@@ -130,6 +134,8 @@ def check_command(
     approach: Annotated[Optional[str], typer.Option("--approach", help="container, hybrid, bind or opensource")] = None,
 ) -> None:
     """Compatibility rules: errors stop a build, warnings inform. Exit 1 on any error."""
+    from .. import compat
+
     s = _load(name)
     findings = compat.check(s, host_libfabric=host_libfabric, approach=approach)
     _print_findings(findings, verbose=True)
@@ -155,6 +161,11 @@ def build_command(
     no_check: Annotated[bool, typer.Option("--no-check", help="skip the compatibility rules")] = False,
 ) -> None:
     """Build a stack's image (making a local base image first when the stack says how)."""
+    from ..engines import EngineError
+    from ..images.build import build_stack
+    from ..recipes import RecipeError
+    from ..spec.stack import StackError
+
     try:
         with err.status(f"building {name} ...", spinner="dots"):
             result = build_stack(name, engine, log=log, check=not no_check, on_line=_progress_printer())
@@ -177,6 +188,9 @@ def run_command(
     engine: EngineOpt = "podman",
 ) -> None:
     """Run a command in a stack's image with its own launcher, e.g. `stack run debian-mpich -n 2 -- mpistack-bench latency`."""
+    from .. import runtime
+    from ..engines import ContainerRun, EngineError, get_engine
+
     s = _load(name)
     argv = list(ctx.args) or ["mpistack-bench", "latency", "-m", "1:1024"]
     command = runtime.launch_command(s, ranks, argv) if ranks else argv
@@ -199,6 +213,9 @@ def base_command(
     engine: EngineOpt = "podman",
 ) -> None:
     """Make a base image without a registry: debootstrap from this host's Debian mirror, then import."""
+    from ..engines import EngineError, get_engine
+    from ..images.baseimage import make_base_image
+
     try:
         with err.status(f"making base image {name} (debootstrap) ...", spinner="dots"):
             result = make_base_image(get_engine(engine), name, force=force, mirror=mirror)
