@@ -185,3 +185,9 @@ def test_command_prompt_gives_environment_and_placement():
     assert (facts.launcher, facts.nodes, facts.ranks, facts.buffers) == ("srun", 2, 8, None)
     facts = parse_command("srun --mpi=pmi2 -t00:05:00 -n2 -N1 ./pt2pt/osu_bw D H")
     assert facts.ranks == 2 and facts.nodes == 1 and facts.buffers == "D-H"
+
+
+def test_non_ascii_digits_are_not_sizes():
+    """'¹' passes str.isdigit() but not int(): the line is noise, not a crash (found by hypothesis)."""
+    run = only("# OSU MPI Latency Test v5.6.3\n# Size          Latency (us)\n0      0.22\n¹ 0\n1      0.23\n")
+    assert [(row.size, row.values["latency"]) for row in run.rows] == [(0, 0.22), (1, 0.23)]

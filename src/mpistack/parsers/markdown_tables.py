@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from .model import ParsedRow, ParsedRun, ParseError
+from .model import ParsedRow, ParsedRun, ParseError, is_count
 from ..spec.benchmarks import metric_of
 from ..spec.provenance import Provenance
 from .osu_names import parse_title
@@ -79,7 +79,7 @@ def _table_runs(lines: list[tuple[int, str]], source: str) -> list[ParsedRun]:
                 if library:
                     run.tags["library"] = library
                 runs.append(run)
-        if not cells[0].isdigit():
+        if not is_count(cells[0]):
             raise ParseError(source, lineno, f"expected a message size in bytes in the first cell, got {cells[0]!r}")
         size = int(cells[0])
         if len(cells) - 1 != len(runs):

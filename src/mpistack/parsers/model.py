@@ -9,6 +9,11 @@ from ..spec.provenance import Provenance
 from ..spec.status import RunStatus
 
 
+def is_count(token: str) -> bool:
+    """ASCII digits only: str.isdigit() also takes '¹' and other digits int() refuses."""
+    return token.isascii() and token.isdigit()
+
+
 class ParseError(Exception):
     """The one error a parser raises: names the file, the line and what was expected."""
 

@@ -15,7 +15,7 @@ import re
 import shlex
 
 from ..spec.provenance import Provenance
-from .model import ParsedRow, ParsedRun, ParseError
+from .model import ParsedRow, ParsedRun, ParseError, is_count
 from ..spec.benchmarks import metric_of
 from .osu_names import Column, column_for, is_header, parse_title, split_header
 
@@ -68,7 +68,7 @@ def parse_command(command: str) -> Provenance:
             name, value = attached.group(1), attached.group(2)
         elif not equals:
             value = words[index + 1] if index + 1 < len(words) else ""
-        if name in options and value.isdigit():
+        if name in options and is_count(value):
             found[options[name]] = int(value)
     if len(words) >= 2 and words[-1] in _BUFFER_LETTER and words[-2] in _BUFFER_LETTER:
         facts.buffers = f"{words[-2]}-{words[-1]}"  # OSU's positional buffer placement: osu_bw D D
@@ -92,7 +92,7 @@ def _parse_row(tokens: list[str], columns: list[Column], lineno: int) -> ParsedR
     validation = None
     for token, column in zip(tokens, columns):
         if column.role == "size":
-            if not token.isdigit():
+            if not is_count(token):
                 return None
             size = int(token)
         elif column.role == "validation":
@@ -110,7 +110,7 @@ def _parse_row(tokens: list[str], columns: list[Column], lineno: int) -> ParsedR
             if column.role == "value":
                 values[column.key] = number
             elif column.key == "iterations":
-                if not token.isdigit():
+                if not is_count(token):
                     return None
                 stats["iterations"] = int(token)
             else:
@@ -125,7 +125,7 @@ def _is_cut_short(tokens: list[str], columns: list[Column]) -> bool:
     if not tokens or len(tokens) > len(columns):
         return False
     for token, column in zip(tokens, columns):
-        if column.role == "size" and not token.isdigit():
+        if column.role == "size" and not is_count(token):
             return False
         if column.role == "validation":
             if not "pass".startswith(token.lower()) and not "fail".startswith(token.lower()):
@@ -216,7 +216,7 @@ def parse_osu_text(text: str, source: str = "<text>") -> list[ParsedRun]:
             block.run.messages.append(line)
             continue
         first = line[0]
-        if block.columns is None or not (first.isdigit() or first in "-+."):
+        if block.columns is None or not (is_count(first) or first in "-+."):
             continue  # launcher / loader / MPI noise
         tokens = line.split()
         row = _parse_row(tokens, block.columns, lineno)
