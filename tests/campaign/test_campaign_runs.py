@@ -225,3 +225,21 @@ options = ["876543"]
     listing = subprocess.run(engine.command("ps", "-a", "--format", "{{.Labels}}"), env=engine.env(),
                              capture_output=True, text=True).stdout
     assert "mpistack.case=mpistack-" not in listing
+
+
+@needs_mpich
+def test_dry_run_prints_exactly_what_the_run_executes(tmp_path):
+    db = tmp_path / "d.db"
+    path = campaign_file(tmp_path, f"""
+approaches = ["native"]
+benchmark_options = {SMALL}
+benchmarks = ["latency", "allreduce"]
+[[stack]]
+name = "host-mpich"
+host = "mpich"
+""", name="dry")
+    planned = [line.strip() for line in mpistack("run", path, "--dry-run").stdout.splitlines()
+               if line.startswith("      ")]
+    mpistack("run", path, "--db", db)
+    assert [run["command"] for run in runs(db)] == planned
+    assert all(".cache/mpistack/work/dry/" in command for command in planned)
