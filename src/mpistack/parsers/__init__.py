@@ -7,20 +7,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .bench_json import looks_like_bench_json, parse_bench_json
-from .markdown_tables import looks_like_markdown_table, parse_markdown_tables
+from ..registry import FORMATS
+# each module registers its input format when imported
+from .bench_json import parse_bench_json
+from .markdown_tables import parse_markdown_tables
 from .model import ParsedRow, ParsedRun, ParseError
 from .osu_text import parse_osu_text
 
-__all__ = ["ParseError", "ParsedRow", "ParsedRun", "parse_text", "parse_file"]
+__all__ = ["ParseError", "ParsedRow", "ParsedRun", "parse_bench_json", "parse_file", "parse_markdown_tables",
+           "parse_osu_text", "parse_text"]
 
 
 def parse_text(text: str, source: str = "<text>") -> list[ParsedRun]:
-    if looks_like_bench_json(text):
-        return parse_bench_json(text, source)
-    if looks_like_markdown_table(text):
-        return parse_markdown_tables(text, source)
-    return parse_osu_text(text, source)
+    """The runs in `text`, read by the first registered input format (FORMATS, by order) that detects it."""
+    for entry in sorted(FORMATS, key=lambda entry: entry.order):
+        if entry.detect(text):
+            return entry.plugin(text, source)
+    raise ParseError(source, 0, "no input format recognises this text")
 
 
 def parse_file(path: str | Path) -> list[ParsedRun]:

@@ -11,6 +11,7 @@ import re
 from functools import lru_cache
 from importlib import resources
 
+from ..registry import FORMATS
 from ..spec.provenance import Provenance, parse_time
 from .model import ParsedRow, ParsedRun, ParseError
 
@@ -101,6 +102,7 @@ def _run_from_document(document: dict, source: str, line: int) -> ParsedRun:
     return run
 
 
+@FORMATS.register("mpistack-bench-json", order=10, detect=looks_like_bench_json)
 def parse_bench_json(text: str, source: str = "<json>") -> list[ParsedRun]:
     """Every test document in an mpistack-bench JSON file."""
     try:

@@ -12,6 +12,7 @@ import math
 import re
 
 from .model import ParsedRow, ParsedRun, ParseError, is_count
+from ..registry import FORMATS
 from ..spec.benchmarks import metric_of
 from ..spec.provenance import Provenance
 from .osu_names import parse_title
@@ -98,6 +99,7 @@ def _table_runs(lines: list[tuple[int, str]], source: str) -> list[ParsedRun]:
     return runs
 
 
+@FORMATS.register("markdown-tables", order=20, detect=looks_like_markdown_table)
 def parse_markdown_tables(text: str, source: str = "<text>") -> list[ParsedRun]:
     """Every OSU table in a Markdown text, one run per variant column."""
     tables: list[list[tuple[int, str]]] = []

@@ -14,6 +14,7 @@ import math
 import re
 import shlex
 
+from ..registry import FORMATS
 from ..spec.provenance import Provenance
 from .model import ParsedRow, ParsedRun, ParseError, is_count
 from ..spec.benchmarks import metric_of
@@ -158,6 +159,7 @@ def _units(columns: list[Column]) -> dict[str, str]:
     return {column.key: column.unit for column in columns if column.role == "value"}
 
 
+@FORMATS.register("osu-text", order=90, detect=lambda text: True)  # the fallback: OSU text among any noise
 def parse_osu_text(text: str, source: str = "<text>") -> list[ParsedRun]:
     """Every test in an OSU (or mpistack-bench) text output. Raises ParseError on malformed rows."""
     runs: list[ParsedRun] = []
