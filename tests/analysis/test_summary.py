@@ -14,14 +14,16 @@ from mpistack.spec.status import RunStatus
 from mpistack.store.writer import write_runs
 
 
-def add(engine, campaign_id, stack, approach, metric, figures, *, confinement=None, status=None, message=None):
+def add(engine, campaign_id, stack, approach, metric, figures, *, confinement=None, status=None, message=None,
+        declared=None, library=None):
     unit = "us" if metric == "latency" else "MB/s"
     benchmark = "latency" if metric == "latency" else "bw"
     run = ParsedRun(benchmark=benchmark, title=benchmark, units={metric: unit},
                     rows=[ParsedRow(size=size, values={metric: mean}, stats={"median": median})
                           for size, (mean, median) in figures.items()])
-    tags = {"mpi": "mpich", **({"confinement": confinement} if confinement else {})}
-    facts = Provenance(stack=stack, approach=approach, buffers="H-H", ranks=2)
+    tags = {"mpi": "mpich", **({"confinement": confinement} if confinement else {}),
+            **({"mpi_version": declared} if declared else {})}
+    facts = Provenance(stack=stack, approach=approach, buffers="H-H", ranks=2, mpi_library_version=library)
     with engine.begin() as connection:
         write_runs(connection, [run], tags=tags, campaign_id=campaign_id, provenance=facts,
                    status=RunStatus(status) if status else None, message=message)
@@ -60,3 +62,18 @@ def test_failures_and_missing_baselines_are_named(store):
     assert verdicts == {"container": "untested: no native mpich run to compare",
                         "bind": "untested: bind refused: the ABIs differ",
                         "hybrid": "fails (timeout): killed after 3 s"}
+
+
+def test_versions_are_shown_and_a_declared_reported_mismatch_is_named(store):
+    """The bind approach runs the host's library in an image that declares another version: the summary
+    says which ran."""
+    add(store, 1, "host-mpich", "native", "latency", {1: (1.0, 1.0)}, library="MPICH Version:      4.0.2")
+    add(store, 1, "pip-mpich", "container", "latency", {1: (1.0, 1.0)}, declared="4.3.2",
+        library="MPICH Version:      4.3.2")
+    add(store, 1, "pip-mpich", "bind", "latency", {1: (1.0, 1.0)}, declared="4.3.2",
+        library="MPICH Version:      4.0.2")
+    rows = {row["approach"]: row for row in summarise(store, 1)}
+    assert rows["container"]["stack"] == "pip-mpich (mpich 4.3.2)"
+    assert rows["container"]["native"] == "host-mpich (mpich 4.0.2)"
+    assert rows["container"]["verdict"] == "works at speed"
+    assert rows["bind"]["verdict"] == "works at speed; declared 4.3.2, the library reports 4.0.2"

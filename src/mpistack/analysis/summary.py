@@ -10,6 +10,7 @@ benchmark) is compared with the native run of the host MPI of the same implement
 from __future__ import annotations
 
 import math
+import re
 from statistics import median
 from collections import defaultdict
 
@@ -34,17 +35,22 @@ def summarise(store: Engine, campaign_id: int) -> list[dict]:
     # native figure per (mpi, benchmark, buffers, ranks, size): the median over repeats
     native: dict[tuple, list[float]] = defaultdict(list)
     native_stacks: dict[str, set[str]] = defaultdict(set)
+    reported: dict[tuple, set[str]] = defaultdict(set)  # (stack, approach) -> versions its MPI library reported
     measured: dict[tuple, dict[int | None, list[float]]] = defaultdict(lambda: defaultdict(list))
+    declared: dict[str, str | None] = {}  # stack -> the MPI version its spec declares
     for row in primary:
         if row["status"] != "ok":
             continue
         figure = row.get("median", row["value"])
+        if reported_version(row.get("mpi_library_version")):
+            reported[(row["stack"], _approach_label(row))].add(reported_version(row["mpi_library_version"]))
         if row["approach"] == "native":
             native[(row["mpi"], row["benchmark"], row["buffers"], row["ranks"], row["size"])].append(figure)
             native_stacks[row["mpi"]].add(row["stack"])
         else:
             key = (row["stack"], _approach_label(row), row["benchmark"], row["mpi"], row["buffers"], row["ranks"],
                    row["metric"])
+            declared[row["stack"]] = row.get("mpi_version")
             measured[key][row["size"]].append(figure)
     summary = []
     for (stack, approach, benchmark, mpi, buffers, ranks, metric), by_size in sorted(measured.items()):
@@ -56,8 +62,12 @@ def summarise(store: Engine, campaign_id: int) -> list[dict]:
             ratio = _relative(metric, median(values), median(baseline))
             if ratio is not None:
                 ratios.append((ratio, size))
-        entry = {"stack": stack, "approach": approach, "benchmark": benchmark, "buffers": buffers, "ranks": ranks,
-                 "native": ", ".join(sorted(native_stacks.get(mpi, ())))}
+        natives = sorted(native_stacks.get(mpi, ()))
+        ran = reported[(stack, approach)]
+        entry = {"stack": _with_version(stack, mpi, declared.get(stack) or _one(ran)),
+                 "approach": approach, "benchmark": benchmark, "buffers": buffers, "ranks": ranks,
+                 "native": ", ".join(_with_version(name, mpi, _one(reported[(name, "native")])) for name in natives)}
+        mismatch = _mismatch(declared.get(stack), ran)
         if not ratios:
             summary.append({**entry, "verdict": f"untested: no native {mpi} run to compare"})
             continue
@@ -65,9 +75,30 @@ def summarise(store: Engine, campaign_id: int) -> list[dict]:
         worst, worst_size = min(ratios)
         summary.append({**entry, "sizes": len(ratios), "relative": round(geomean, 3), "worst": round(worst, 3),
                         "worst_size": worst_size,
-                        "verdict": "works at speed" if geomean >= AT_SPEED else "runs but slow"})
+                        "verdict": ("works at speed" if geomean >= AT_SPEED else "runs but slow") + mismatch})
     summary.extend(_unsuccessful(store, campaign_id))
     return summary
+
+
+def reported_version(library_version: str | None) -> str | None:
+    """'MPICH Version:  4.0.2 ...' or 'Open MPI v4.1.4, ...' -> '4.0.2' (the first dotted number)."""
+    match = re.search(r"\d+\.\d+(?:\.\d+)?", library_version or "")
+    return match.group(0) if match else None
+
+
+def _one(versions: set[str]) -> str | None:
+    return next(iter(versions)) if len(versions) == 1 else None
+
+
+def _with_version(stack: str, mpi: str, version: str | None) -> str:
+    return f"{stack} ({mpi} {version})" if version else stack
+
+
+def _mismatch(declared: str | None, reported: set[str]) -> str:
+    """A note when the library that ran is not the version the stack declares (e.g. the host's MPI bound
+    into an image)."""
+    other = sorted(version for version in reported if declared and version != declared)
+    return f"; declared {declared}, the library reports {', '.join(other)}" if other else ""
 
 
 def _approach_label(row: dict) -> str:

@@ -123,6 +123,7 @@ def query_results(engine: Engine, filters: list[Where] | None = None, limit: int
         _RESULTS.run_id.label("run"), _RESULTS.benchmark, _RESULTS.size, _RESULTS.metric, _RESULTS.value,
         _RESULTS.unit, _RUNS.status, _RUNS.stack, _RUNS.approach, _RUNS.launcher, _RUNS.ranks, _RUNS.nodes,
         _RUNS.buffers, _RUNS.device, _RUNS.benchmark_suite.label("suite"), _RESULTS.validation,
+        _RUNS.mpi_library_version,
         *[getattr(_RESULTS, name) for name in STAT_FIELDS],
     ]
     statement = select(*columns).join(RunRow.__table__, _RUNS.id == _RESULTS.run_id)
