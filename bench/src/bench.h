@@ -1,4 +1,9 @@
-/* mpistack-bench: OSU-compatible MPI micro-benchmarks (shared declarations). */
+/* mpistack-bench: OSU-compatible MPI micro-benchmarks (shared declarations).
+ *
+ * A benchmark is a descriptor (benchmark_t) exported by its kernel file (pt2pt.c, coll.c): what it
+ * is (name, title, family, rank rule, figures) and how to run one iteration (setup, prepare,
+ * iterate, validate, teardown). The harness (harness.c, measure.c) runs any descriptor: sizes,
+ * iteration counts, timing, statistics, validation; report.c prints what it measured. */
 #ifndef MPISTACK_BENCH_H
 #define MPISTACK_BENCH_H
 
@@ -38,24 +43,73 @@
 
 #define MAX_TESTS 32
 #define MAX_SIZES 64
+#define MAX_FIGURES 2
 
-enum family { F_LAT, F_BW, F_COLL };
-enum kind {
-    K_LATENCY, K_BW, K_BIBW, K_MBW_MR, K_MULTI_LAT,
-    K_BARRIER, K_BCAST, K_REDUCE, K_ALLREDUCE, K_GATHER, K_SCATTER,
-    K_ALLGATHER, K_ALLTOALL, K_REDUCE_SCATTER
-};
 enum device { DEV_NONE = 0, DEV_CUDA, DEV_ROCM };
-enum ranks_rule { R_EXACT2, R_EVEN, R_ATLEAST2 };
+
+/* ---------------------------------------------------------------- descriptors */
+
+/* Point-to-point: timed on rank 0, the kernel turns the time into its figures.
+ * Collective: timed on every rank, the figure is the mean over ranks of the per-rank latency. */
+enum family { FAMILY_PT2PT, FAMILY_COLLECTIVE };
+
+/* which of OSU's iteration counts apply (LAT_*, BW_*, COLL_*) */
+enum count_class { COUNTS_LATENCY, COUNTS_BANDWIDTH, COUNTS_COLLECTIVE };
+
+enum rank_rule { RANKS_EXACTLY, RANKS_EVEN, RANKS_AT_LEAST };
 
 typedef struct {
+    enum rank_rule rule;
+    int count; /* exactly count; even and at least count; at least count */
+} ranks_t;
+
+typedef struct {
+    const char *name;   /* JSON name: latency, bandwidth, message_rate */
+    const char *unit;   /* us, MB/s, messages/s */
+    const char *column; /* OSU column header */
+} metric_t;
+
+/* What a row reports: OSU's figures, and the column headers -f adds. */
+typedef struct {
+    int count;
+    metric_t metrics[MAX_FIGURES];
+    const char *min_column, *max_column;
+} figures_t;
+
+extern const figures_t LATENCY_FIGURES, BANDWIDTH_FIGURES, MESSAGE_RATE_FIGURES;
+
+typedef struct run run_t;
+
+typedef struct benchmark {
     const char *name;  /* OSU name without osu_ */
-    const char *title; /* contains %s where OSU puts -CUDA/-ROCM, or none */
-    enum kind kind;
+    const char *title; /* contains %s where OSU puts -CUDA/-ROCM */
     enum family family;
-    enum ranks_rule ranks;
-    int pt2pt;
-} testdef_t;
+    enum count_class counts;
+    const figures_t *figures;
+    ranks_t ranks;
+    int has_sizes;     /* 0: one row without a size (barrier) */
+    int windowed;      /* -W messages in flight per iteration */
+    int reports_pairs; /* OSU prints "# [ pairs: N ] [ window size: W ]" (mbw_mr) */
+    const void *params; /* the kernel's own parameters, read only by its functions */
+
+    /* Buffers for sizes up to *max_size; may lower *max_size (collectives' memory limit).
+     * Returns the kernel state, NULL when out of memory. */
+    void *(*setup)(const run_t *run, size_t *max_size);
+    void (*prepare)(void *state, size_t size); /* before the iterations of a size */
+    double (*iterate)(void *state);            /* one iteration; its timed seconds */
+    /* point-to-point only: one iteration's primary figure, and the OSU figures of a size */
+    double (*sample)(void *state, double seconds);
+    int (*summarize)(void *state, long iterations, double total_seconds, double *values);
+    long (*validate)(void *state); /* this rank's errors in an untimed pass; NULL: none to check */
+    void (*teardown)(void *state);
+} benchmark_t;
+
+extern const benchmark_t PT2PT_BENCHMARKS[];
+extern const int PT2PT_BENCHMARK_COUNT;
+extern const benchmark_t COLLECTIVE_BENCHMARKS[];
+extern const int COLLECTIVE_BENCHMARK_COUNT;
+
+/* ---------------------------------------------------------------- options, run, results */
 
 typedef struct {
     size_t min_size, max_size;
@@ -71,11 +125,37 @@ typedef struct {
     double stop_ci; /* 0: adaptive mode off */
     long stop_min, stop_max;
     int stop_min_set, stop_max_set;
-    const testdef_t *tests[MAX_TESTS];
+    const benchmark_t *tests[MAX_TESTS];
     int ntests;
     int suite;
-    char *argv_line; /* for JSON options */
-} opts_t;
+} options_t;
+
+typedef struct {
+    char lib_version[MPI_MAX_LIBRARY_VERSION_STRING + 1];
+    int mpi_major, mpi_minor;
+    char *hosts; /* rank 0: nranks names of hostlen bytes */
+    int hostlen;
+    double wtick;
+    char **env;  /* rank 0: FI_*, UCX_*, MPIR_CVAR_*, OMPI_MCA_*, PMIX_* entries */
+    int nenv;
+    char *cmdline;
+} meta_t;
+
+typedef struct {
+    long iters, warmup;
+} counts_t;
+
+/* One benchmark in one launch: what the harness, the kernel and the report read. */
+struct run {
+    const benchmark_t *bench;
+    const options_t *opts;
+    const meta_t *meta;
+    MPI_Comm comm;
+    int rank, nranks;
+    size_t pagesize;
+    size_t min_size, max_size; /* requested range; 0, 0 without sizes */
+    counts_t small, large;     /* sizes <= LARGE_MESSAGE_SIZE, larger ones */
+};
 
 typedef struct {
     double mean, min, median, p90, p99, max, stddev, ci_lo, ci_hi;
@@ -86,7 +166,7 @@ typedef struct {
     size_t size;
     int has_size;
     long iters, warmup;
-    double values[2];
+    double values[MAX_FIGURES];
     int nvalues;
     double rank_min, rank_max;
     int has_rank;
@@ -96,35 +176,47 @@ typedef struct {
 } size_result_t;
 
 typedef struct {
-    const testdef_t *def;
-    const opts_t *o;
-    MPI_Comm comm;
-    int rank, nranks;
-    size_t pagesize;
-    /* results */
     size_result_t res[MAX_SIZES];
     int nres;
     int any_fail;
     char started[32], finished[32];
-} run_t;
+} results_t;
 
+/* Per-iteration arrays of one size, allocated once per run with the largest count it may take. */
 typedef struct {
-    char lib_version[MPI_MAX_LIBRARY_VERSION_STRING + 1];
-    int mpi_major, mpi_minor;
-    char *hosts;     /* rank 0: nranks names of MPI_MAX_PROCESSOR_NAME+1 bytes */
-    int hostlen;
-    double wtick;
-    char **env;      /* rank 0: FI_*, UCX_*, MPIR_CVAR_*, OMPI_MCA_*, PMIX_* entries */
-    int nenv;
-    char *cmdline;
-} meta_t;
+    double *seconds;  /* this rank's timed seconds of each iteration */
+    double *metric;   /* rank 0: the primary figure of each iteration */
+    double *scratch;  /* sorting space */
+    double *rank_sum; /* collectives, rank 0: seconds summed over ranks */
+} samples_t;
 
-/* main.c */
-extern meta_t META;
-extern const testdef_t TESTS[];
-extern const int NTESTS;
-void effective_counts(const run_t *r, size_t size, long *iters, long *warmup);
-long sample_capacity(const run_t *r);
+/* ---------------------------------------------------------------- functions, by file */
+
+/* options.c: command line */
+enum parse_result {
+    PARSE_OK, PARSE_HELP, PARSE_VERSION, PARSE_LIST,
+    PARSE_USAGE_ERROR, /* message, then the usage */
+    PARSE_ERROR        /* message only */
+};
+enum parse_result parse_options(int argc, char **argv, options_t *o, char *error, size_t errlen);
+void usage(FILE *f);
+
+/* catalog.c: every benchmark, rank rules, --list */
+const benchmark_t *find_benchmark(const char *name);
+void format_title(const benchmark_t *b, const char *suffix, char *buf, size_t n);
+int ranks_allowed(const benchmark_t *b, int nranks, char *msg, size_t len);
+int write_benchmark_list(FILE *f);
+
+/* meta.c: what the JSON document records about the launch */
+void collect_meta(meta_t *m, MPI_Comm comm, int argc, char **argv);
+
+/* harness.c: one benchmark over its sizes */
+void init_run(run_t *run, const benchmark_t *b, const options_t *o, const meta_t *m, MPI_Comm comm);
+void run_benchmark(const run_t *run, results_t *out);
+void fatal(int rank, const char *msg);
+
+/* measure.c: one size (warm-up, timed iterations, adaptive stop) */
+long measure_size(const run_t *run, void *state, size_t size, const counts_t *counts, samples_t *s);
 
 /* stats.c */
 int cmp_double(const void *a, const void *b);
@@ -132,7 +224,7 @@ void median_ci_ranks(long n, long *lo, long *hi);
 void compute_stats(const double *x, long n, double *scratch, stats_t *st);
 int ci_converged(const double *x, long n, double *scratch, double rel);
 
-/* buffers.c */
+/* buffers.c: buffer placement, validation patterns */
 void *buf_alloc(char place, size_t size, size_t align);
 void buf_free(char place, void *p);
 void buf_set(char place, void *p, int byte, size_t n);
@@ -141,32 +233,21 @@ const unsigned char *buf_view(char place, const void *p, void *stage, size_t n);
 unsigned char pattern_byte(size_t i, size_t size, long iter, long seed);
 void fill_pattern(unsigned char *h, size_t n, size_t size, long iter, long seed);
 long check_pattern(const unsigned char *h, size_t n, size_t size, long iter, long seed);
+unsigned char *corrupt_in_test_build(unsigned char *received, size_t n);
 int device_init(int device, char *err, size_t errlen);
 void device_finalize(int device);
 int device_compiled(int device);
 
-/* pt2pt.c / coll.c */
-int run_pt2pt(run_t *r);
-int run_coll(run_t *r);
+/* json.c: JSON writing */
+void json_string(FILE *f, const char *s);
+void json_key(FILE *f, const char *k);
+void json_number(FILE *f, double x, int digits);
+void json_figure(FILE *f, double x);
+void json_bool(FILE *f, int b);
 
-/* report.c */
-void print_header(const run_t *r);
-void print_row(const run_t *r, const size_result_t *s);
-int write_json(const run_t *r, FILE *f);
-const char *metric_name(const testdef_t *d, int i);
-int metric_count(const testdef_t *d);
-
-/* common driver (driver.c) */
-typedef struct {
-    double (*fn)(void *ctx);                  /* one iteration; returns its timed seconds */
-    void *ctx;
-    int coll;                                 /* sample = mean over ranks of the iteration time */
-    double (*to_metric)(void *ctx, double dt); /* point-to-point: seconds -> primary metric */
-    size_t size;                              /* message size of the current run */
-} kernel_t;
-long drive_size(run_t *r, const kernel_t *k, long nfixed, long warmup, double *dt,
-                double *metric, double *scratch, double *red);
-void now_iso(char *buf, size_t n);
-void fatal(run_t *r, const char *msg);
+/* report.c: OSU text and the result document */
+void print_header(const run_t *run);
+void print_row(const run_t *run, const size_result_t *s);
+int publish_json(const run_t *run, const results_t *res);
 
 #endif

@@ -230,3 +230,15 @@ long check_pattern(const unsigned char *h, size_t n, size_t size, long iter, lon
             errors++;
     return errors;
 }
+
+/* The test-only build (make CORRUPT=1) flips one received byte, so the tests can see -c fail. */
+unsigned char *corrupt_in_test_build(unsigned char *received, size_t n)
+{
+#ifdef MPISTACK_BENCH_CORRUPT
+    if (n)
+        received[n / 2] ^= 0x5a;
+#else
+    (void)n;
+#endif
+    return received;
+}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "bench"
-SCHEMA = REPO / "src" / "mpistack" / "schemas" / "mpistack-bench.schema.json"
+SCHEMA = REPO / "src" / "mpistack" / "data" / "schemas" / "mpistack-bench.schema.json"
 
 MPIS = {
     "mpich": {"cc": "mpicc.mpich", "run": ["mpiexec.mpich", "-n"]},
