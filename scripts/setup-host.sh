@@ -15,6 +15,9 @@ packages=(
   podman runc debootstrap uidmap fuse-overlayfs slirp4netns
   # stack recipes: the rendered download+verify step is run by the checksum tests
   curl
+  # demo Slurm cluster (scripts/slurm-cluster): slurmctld, slurmd, client commands, munge; iproute2
+  # and util-linux (ip, nsenter, unshare) for its node namespaces
+  slurm-wlm munge iproute2 util-linux
 )
 
 missing=()
