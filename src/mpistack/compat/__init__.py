@@ -1,7 +1,7 @@
 """Compatibility rules: what works with what, and why.
 
 Each rule has an id, a severity (``error`` stops a build, ``warning`` and ``info`` inform), the reason
-and the source it comes from (seed documents, upstream release notes, package recipes). ``check(stack)``
+and the source it comes from (public guides, upstream release notes, package recipes). ``check(stack)``
 returns the findings of every rule that applies; ``mpistack stack check`` prints them and
 ``mpistack stack build`` refuses to start when one is an error.
 """
@@ -86,7 +86,7 @@ def _providers(stack: Stack) -> set[str]:
 @rule("cxi-libfabric-version", "error",
       "The open-source cxi (Slingshot) provider is part of upstream libfabric from 1.21 on; older releases "
       "cannot be configured with --enable-cxi.",
-      "seed 002 (LUMI: 'libfabric 1152 & MPICH 423 --> DOESNT WORK; libfabric --enable-cxi --> not available'); "
+      "'Docker build pipeline for 4 different container approaches on LUMI' (2025-03-07) ( 'libfabric 1152 & MPICH 423 --> DOESNT WORK; libfabric --enable-cxi --> not available'); "
       "libfabric 1.21.0 release notes")
 def _cxi_version(stack: Stack, ctx: Target) -> str | None:
     if "cxi" in _providers(stack) and V(_ofi(stack)) < (1, 21):
@@ -106,7 +106,7 @@ def _cxi_libcxi(stack: Stack, ctx: Target) -> str | None:
 @rule("lnx-libfabric-version", "error",
       "The LINKx (lnx) provider, which links shm for intra-node and cxi for inter-node traffic, first "
       "shipped in libfabric 2.0.",
-      "seed 003 (LINKx paper); seed 004 (fi_lnx(7) of libfabric v2.1.0); spack libfabric conflicts('fabrics=lnx', when='@:1')")
+      "'Open MPI for HPE Cray EX Systems' (Pritchard, Naughton, Shehata, Bernholdt); fi_lnx(7) of libfabric v2.1.0; spack libfabric conflicts('fabrics=lnx', when='@:1')")
 def _lnx(stack: Stack, ctx: Target) -> str | None:
     wants = "lnx" in _providers(stack) or stack.network == "lnx"
     if wants and (stack.libfabric is None or V(_ofi(stack)) < (2, 0)):
@@ -116,7 +116,7 @@ def _lnx(stack: Stack, ctx: Target) -> str | None:
 
 @rule("lnx-needs-shm-and-cxi", "warning",
       "FI_LNX_PROV_LINKS=shm+cxi links the shm and cxi providers: both must be built.",
-      "seed 004 (CSCS Open MPI guide: FI_PROVIDER=lnx, FI_LNX_PROV_LINKS=shm+cxi)")
+      "CSCS docs 'OpenMPI' (https://docs.cscs.ch/software/communication/openmpi/) ( FI_PROVIDER=lnx, FI_LNX_PROV_LINKS=shm+cxi)")
 def _lnx_links(stack: Stack, ctx: Target) -> str | None:
     prov = _providers(stack)
     if "lnx" in prov and not {"shm", "cxi"} <= prov:
@@ -167,7 +167,7 @@ def _mpich_ofi_min(stack: Stack, ctx: Target) -> str | None:
 
 @rule("mpich-ofi-needs-libfabric", "error",
       "A source build of MPICH with ch4:ofi against an external libfabric needs that libfabric in the image.",
-      "seed 000/001 Containerfiles (--with-device=ch4:ofi --with-libfabric=/usr after building libfabric)")
+      "the CSCS MPICH Containerfiles (--with-device=ch4:ofi --with-libfabric=/usr after building libfabric)")
 def _mpich_ofi_lib(stack: Stack, ctx: Target) -> str | None:
     if (stack.mode == "source" and stack.mpi.netmod == "ofi" and stack.libfabric is None
             and stack.mpi.libfabric in (None, True)):
@@ -187,7 +187,7 @@ def _mpich_ucx(stack: Stack, ctx: Target) -> str | None:
 @rule("openmpi-libfabric-v5", "warning",
       "Open MPI 5 is the first version with full libfabric support; Open MPI 4 (e.g. NVIDIA HPC-X) is "
       "UCX-first and cannot reach native Slingshot performance.",
-      "seed 004 (CSCS Open MPI guide: 'OpenMPI version 5 is required for full libfabric support')")
+      "CSCS docs 'OpenMPI' (https://docs.cscs.ch/software/communication/openmpi/) ( 'OpenMPI version 5 is required for full libfabric support')")
 def _ompi5(stack: Stack, ctx: Target) -> str | None:
     if stack.mpi.impl == "openmpi" and V(stack.mpi.version) < (5,) and (
             stack.libfabric is not None or stack.network in ("cxi", "lnx")):
@@ -206,19 +206,19 @@ def _ompi_pmix(stack: Stack, ctx: Target) -> str | None:
 
 @rule("pmix-only-openmpi", "warning",
       "An external PMIx is only used by Open MPI here (MPICH uses PMI-1/PMI-2 via Hydra or srun --mpi=pmi2).",
-      "seed 000 (MPICH images use srun --mpi=pmi2)")
+      "CSCS docs 'MPICH image' (https://docs.cscs.ch/software/container-engine/guidelines-images/image-mpich/) (MPICH images use srun --mpi=pmi2)")
 def _pmix_mpich(stack: Stack, ctx: Target) -> str | None:
     if stack.pmix and stack.mpi.impl == "mpich":
         return "[pmix] with MPICH: not used unless MPICH is configured with --with-pmi=pmix (add it to mpi.configure)"
     return None
 
 
-# -- the LUMI compatibility matrix (seed 002) -------------------------------------------------------
+# -- the LUMI compatibility matrix ('Docker build pipeline for 4 different container approaches on LUMI' (2025-03-07)) -------------------------------------------------------
 
 @rule("lumi-mpich343-libfabric12x-slow", "warning",
       "On LUMI, MPICH 3.4.3 built against libfabric 1.21/1.22 ran about 7x slower in the pure container "
       "(~400 MB/s instead of ~2-4 GB/s).",
-      "seed 002 (LUMI matrix: 'MPICH_RELEASE=3.4.3 and LIBFABRIC_RELEASE=1.22.0 lead to very poor performance')")
+      "'Docker build pipeline for 4 different container approaches on LUMI' (2025-03-07) (compatibility matrix: 'MPICH_RELEASE=3.4.3 and LIBFABRIC_RELEASE=1.22.0 lead to very poor performance')")
 def _lumi_slow(stack: Stack, ctx: Target) -> str | None:
     if stack.mpi.impl == "mpich" and V(stack.mpi.version)[:2] == (3, 4) and V(_ofi(stack)) >= (1, 15):
         return (f"MPICH {stack.mpi.version} with libfabric {_ofi(stack)}: slow in the LUMI pure-container tests; "
@@ -228,7 +228,7 @@ def _lumi_slow(stack: Stack, ctx: Target) -> str | None:
 
 @rule("lumi-mpich3-libcxi", "error",
       "MPICH 3.4.3 does not work with libcxi/the cxi provider: 'open_fabric: No data available'.",
-      "seed 002 (LUMI matrix: libcxi & libfabric 1152/1220 & mpich 343 FAILS)")
+      "'Docker build pipeline for 4 different container approaches on LUMI' (2025-03-07) (compatibility matrix: libcxi & libfabric 1152/1220 & mpich 343 FAILS)")
 def _lumi_mpich3_cxi(stack: Stack, ctx: Target) -> str | None:
     if stack.mpi.impl == "mpich" and V(stack.mpi.version) < (4,) and ("cxi" in _providers(stack) or stack.libcxi):
         return f"MPICH {stack.mpi.version} with libcxi/cxi: fails with 'open_fabric: No data available'; use MPICH >= 4.2"
@@ -238,7 +238,7 @@ def _lumi_mpich3_cxi(stack: Stack, ctx: Target) -> str | None:
 @rule("hybrid-host-libfabric-older", "warning",
       "Swapping in the host's libfabric (the hybrid approach) fails when the container's MPICH was built "
       "against a newer libfabric: 'MPICH expects higher fabric version'.",
-      "seed 002 (LUMI matrix, libfabric-hybrid: libfabric 1211/1220 & mpich 343/423 FAILS with host libfabric 1.15.2)")
+      "'Docker build pipeline for 4 different container approaches on LUMI' (2025-03-07) (compatibility matrix, libfabric-hybrid: libfabric 1211/1220 & mpich 343/423 FAILS with host libfabric 1.15.2)")
 def _hybrid(stack: Stack, ctx: Target) -> str | None:
     host = ctx.host_libfabric
     if host and stack.mpi.impl == "mpich" and stack.mpi.netmod == "ofi" and stack.libfabric and V(_ofi(stack)) > V(host):
@@ -253,7 +253,7 @@ def _hybrid(stack: Stack, ctx: Target) -> str | None:
 @rule("mpich-ofi-gpu-hmem", "info",
       "GPU buffers over OFI in MPICH need MPIR_CVAR_CH4_OFI_ENABLE_HMEM=1 for good inter-node GPU-to-GPU "
       "performance (it can slow intra-node CPU-to-CPU traffic); the runtime presets set it for GPU runs.",
-      "seeds 000 and 001 (CSCS MPICH guides)")
+      "CSCS docs 'MPICH image' (https://docs.cscs.ch/software/container-engine/guidelines-images/image-mpich/); CSCS docs 'MPICH' (https://docs.cscs.ch/software/communication/mpich/)")
 def _hmem(stack: Stack, ctx: Target) -> str | None:
     if stack.mpi.impl == "mpich" and stack.mpi.netmod == "ofi" and stack.gpu.kind != "none":
         return "GPU stack with MPICH ch4:ofi: set MPIR_CVAR_CH4_OFI_ENABLE_HMEM=1 for device buffers (env preset 'gpu')"

@@ -1,5 +1,5 @@
 """Parser for published OSU tables in Markdown, where several runs stand side by side as columns
-(seed 002, LUMI: 'Host to Host | Host to Device | Device to Host | Device to Device | RCCL').
+('Docker build pipeline for 4 different container approaches on LUMI' (2025-03-07): 'Host to Host | Host to Device | Device to Host | Device to Device | RCCL').
 
 The first cell of the first row is the OSU title; the rows that start with '#' carry the datatype, the
 size label, the figure's header and the variant of each column; numeric rows follow. Each variant

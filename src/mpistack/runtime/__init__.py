@@ -1,5 +1,5 @@
 """Runtime files from the same stack spec: environment presets per MPI and network, the CSCS Container
-Engine EDF, and Apptainer bind lists for the host-library approaches (seed 002).
+Engine EDF, and Apptainer bind lists for the host-library approaches ('Docker build pipeline for 4 different container approaches on LUMI' (2025-03-07)).
 
     presets(stack, gpu=True)      -> {"MPIR_CVAR_CH4_OFI_ENABLE_HMEM": "1", ...}
     srun_mpi(stack)               -> "pmi2" | "pmix"
@@ -35,7 +35,7 @@ def presets(stack: Stack, *, gpu: bool = False, network: str | None = None, loca
         if mpi.channel == "pip":
             env["MPICH_CH4_NETMOD"] = mpi.netmod
         if mpi.netmod == "ofi":
-            # over cxi MPICH picks the provider itself (the CSCS MPICH EDFs set nothing, seed 000)
+            # over cxi MPICH picks the provider itself (the CSCS MPICH EDFs set nothing: CSCS docs 'MPICH image' (https://docs.cscs.ch/software/container-engine/guidelines-images/image-mpich/))
             if net == "tcp":
                 env["FI_PROVIDER"] = "tcp"
             elif net == "lnx":
@@ -43,7 +43,7 @@ def presets(stack: Stack, *, gpu: bool = False, network: str | None = None, loca
             if gpu:
                 env["MPIR_CVAR_CH4_OFI_ENABLE_HMEM"] = "1"
                 notes.append("MPIR_CVAR_CH4_OFI_ENABLE_HMEM=1: needed for inter-node GPU-to-GPU bandwidth; it can "
-                             "slow intra-node CPU-to-CPU transfers (seed 000)")
+                             "slow intra-node CPU-to-CPU transfers (CSCS docs 'MPICH image' (https://docs.cscs.ch/software/container-engine/guidelines-images/image-mpich/))")
         notes.append("under Slurm: srun --mpi=pmi2 (MPICH wires up with PMI-1/PMI-2)")
     else:
         env["PMIX_MCA_psec"] = "native"
@@ -118,7 +118,7 @@ def edf(stack: Stack, *, image: str | None = None, mounts: list[str] | None = No
     return "\n".join(lines) + "\n"
 
 
-#: host paths an approach binds into the container (seed 002, LUMI): hybrid swaps in the host's libfabric
+#: host paths an approach binds into the container ('Docker build pipeline for 4 different container approaches on LUMI' (2025-03-07)): hybrid swaps in the host's libfabric
 #: and libcxi; bind brings the host's whole Cray MPICH.
 HOST_PATHS = {
     "container": [],
@@ -161,7 +161,7 @@ def write_runtime(stack: Stack, directory: Path, *, gpu: bool | None = None) -> 
     written.append(path)
     for approach in ("hybrid", "bind"):
         path = directory / f"apptainer-{approach}.sh"
-        body = [f"# Apptainer settings for the {approach} approach (seed 002): source this file, then",
+        body = [f"# Apptainer settings for the {approach} approach ('Docker build pipeline for 4 different container approaches on LUMI' (2025-03-07)): source this file, then",
                 "#   apptainer exec IMAGE.sif ...",
                 f"export APPTAINER_BIND={shlex.quote(','.join(apptainer_binds(stack, approach)))}"]
         body += [f"export APPTAINERENV_{k}={shlex.quote(v)}" for k, v in apptainer_env(stack, approach).items()]

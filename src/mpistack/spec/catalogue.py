@@ -1,4 +1,4 @@
-"""Named stacks (one TOML file each) covering the seed documents plus stacks that build on this host."""
+"""Named stacks (one TOML file each) covering the public guides plus stacks that build on this host."""
 
 from __future__ import annotations
 

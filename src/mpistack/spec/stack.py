@@ -191,7 +191,7 @@ class Benchmarks(_Model):
 class Stack(_Model):
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
     description: str = ""
-    #: where this stack comes from (a seed document, a site guide)
+    #: where this stack comes from (a public guide, a site's own)
     origin: str = ""
     mode: Literal["source", "distro"] = "source"
     #: image tag; derived from the versions when absent (CSCS style: mpich4.3.1-ofi1.22-cuda12.8)
