@@ -94,15 +94,19 @@ def query_runs(engine: Engine, filters: list[Where] | None = None, limit: int | 
     statement = select(*columns)
     for where in filters or []:
         statement = statement.where(where.clause(run_id=_RUNS.id, result_keys=False))
-    statement = statement.order_by(_RUNS.id)
+    rows, tags = _fetch(engine, statement.order_by(_RUNS.id), limit)
+    for row in rows:
+        row["tags"] = tags.get(row["run"], {})
+    return rows
+
+
+def _fetch(engine: Engine, statement, limit: int | None) -> tuple[list[dict], dict[int, dict[str, str]]]:
+    """The rows of `statement` (each with a `run` column) and the tags of their runs."""
     if limit:
         statement = statement.limit(limit)
     with engine.connect() as connection:
         rows = [dict(row._mapping) for row in connection.execute(statement)]
-        tags = _tags_of(connection, [row["run"] for row in rows])
-    for row in rows:
-        row["tags"] = tags.get(row["run"], {})
-    return rows
+        return rows, _tags_of(connection, [row["run"] for row in rows])
 
 
 def _tags_of(connection, run_ids: list[int]) -> dict[int, dict[str, str]]:
@@ -129,12 +133,7 @@ def query_results(engine: Engine, filters: list[Where] | None = None, limit: int
     statement = select(*columns).join(RunRow.__table__, _RUNS.id == _RESULTS.run_id)
     for where in filters or []:
         statement = statement.where(where.clause())
-    statement = statement.order_by(_RESULTS.run_id, _RESULTS.size, _RESULTS.id)
-    if limit:
-        statement = statement.limit(limit)
-    with engine.connect() as connection:
-        rows = [dict(row._mapping) for row in connection.execute(statement)]
-        tags = _tags_of(connection, [row["run"] for row in rows])
+    rows, tags = _fetch(engine, statement.order_by(_RESULTS.run_id, _RESULTS.size, _RESULTS.id), limit)
     for row in rows:
         for name in STAT_FIELDS:
             if row[name] is None:
