@@ -114,3 +114,8 @@ class Block:
         raise NotImplementedError
 
 
+
+
+def built_from_source(component: str):
+    """`applies` for a component block: the stack builds from source and names the component."""
+    return lambda stack: stack.mode == "source" and getattr(stack, component) is not None

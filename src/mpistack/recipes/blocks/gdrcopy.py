@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ...registry import BLOCKS
-from .base import Block, Step, fetch_context, render_lines
+from .base import Block, Step, fetch_context, render_lines, built_from_source
 
 
-@BLOCKS.register("gdrcopy", order=20, applies=lambda stack: stack.mode == "source" and stack.gdrcopy is not None)
+@BLOCKS.register("gdrcopy", order=20, applies=built_from_source("gdrcopy"))
 class GdrcopyBlock(Block):
     name = "gdrcopy"
 

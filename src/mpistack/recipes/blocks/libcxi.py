@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ...registry import BLOCKS
-from .base import AUTOTOOLS, Block, Step, fetch_context, render_lines, tristate
+from .base import AUTOTOOLS, Block, Step, fetch_context, render_lines, tristate, built_from_source
 
 
-@BLOCKS.register("libcxi", order=30, applies=lambda stack: stack.mode == "source" and stack.libcxi is not None)
+@BLOCKS.register("libcxi", order=30, applies=built_from_source("libcxi"))
 class LibcxiBlock(Block):
     """cassini-headers + cxi-driver (uapi headers) + libcxi: the open-source Slingshot user space."""
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ...registry import BLOCKS
-from .base import Block, Step, fetch_context, render_lines, tristate
+from .base import Block, Step, fetch_context, render_lines, tristate, built_from_source
 
 
-@BLOCKS.register("libfabric", order=40, applies=lambda stack: stack.mode == "source" and stack.libfabric is not None)
+@BLOCKS.register("libfabric", order=40, applies=built_from_source("libfabric"))
 class LibfabricBlock(Block):
     name = "libfabric"
 

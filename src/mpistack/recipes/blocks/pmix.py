@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ...registry import BLOCKS
-from .base import Block, Step, fetch_context, render_lines
+from .base import Block, Step, fetch_context, render_lines, built_from_source
 
 
-@BLOCKS.register("pmix", order=60, applies=lambda stack: stack.mode == "source" and stack.pmix is not None)
+@BLOCKS.register("pmix", order=60, applies=built_from_source("pmix"))
 class PmixBlock(Block):
     name = "pmix"
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ...registry import BLOCKS
-from .base import Block, Step, fetch_context, render_lines, tristate
+from .base import Block, Step, fetch_context, render_lines, tristate, built_from_source
 
 
-@BLOCKS.register("ucx", order=50, applies=lambda stack: stack.mode == "source" and stack.ucx is not None)
+@BLOCKS.register("ucx", order=50, applies=built_from_source("ucx"))
 class UcxBlock(Block):
     name = "ucx"
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ...registry import BLOCKS
-from .base import Block, Step, fetch_context, render_lines
+from .base import Block, Step, fetch_context, render_lines, built_from_source
 
 
-@BLOCKS.register("xpmem", order=10, applies=lambda stack: stack.mode == "source" and stack.xpmem is not None)
+@BLOCKS.register("xpmem", order=10, applies=built_from_source("xpmem"))
 class XpmemBlock(Block):
     name = "xpmem"
 
