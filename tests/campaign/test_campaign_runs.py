@@ -60,9 +60,9 @@ host = "mpich"
     assert "2 case(s) run" in out
     stored = runs(db)
     assert [run["status"] for run in stored] == ["ok", "ok"]
-    first = stored[0]
+    first = next(run for run in stored if run["benchmark"] == "latency")
     assert first["stack"] == "host-mpich" and first["approach"] == "native" and first["ranks"] == 2
-    assert first["command"].startswith("mpiexec.mpich -n 2 ") and "latency" in first["command"]
+    assert first["command"].startswith("mpiexec.mpich -n 2 ") and " latency " in first["command"]
     assert "MPICH Version" in first["mpi_library_version"] and first["tool_version"]
     assert first["started_at"] and first["finished_at"]
     rows = json.loads(mpistack("results", "--db", db, "-w", "system=testbox", "-w", "benchmark=latency",
@@ -164,7 +164,7 @@ name = "latency"
     assert not canary.exists()
     rows = json.loads(mpistack("results", "--db", db, "-w", f"owner={hostile}", "-f", "json").stdout)
     assert rows and all(row["owner"] == hostile for row in rows)
-    echo_run = runs(db)[0]
+    echo_run = next(run for run in runs(db) if run["benchmark"] == "echo")
     assert echo_run["status"] == "failed"  # echo printed no benchmark output: recorded, not fatal
 
 
@@ -233,7 +233,9 @@ def test_dry_run_prints_exactly_what_the_run_executes(tmp_path):
     path = campaign_file(tmp_path, f"""
 approaches = ["native"]
 benchmark_options = {SMALL}
-benchmarks = ["latency", "allreduce"]
+benchmarks = ["latency", "allreduce", "bw"]
+repeats = 2
+seed = 7
 [[stack]]
 name = "host-mpich"
 host = "mpich"

@@ -76,7 +76,7 @@ def test_only_infrastructure_failures_are_retried(tmp_path, fail_code, failures,
 def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path):
     db = tmp_path / "r.db"
     path = tmp_path / "c.toml"
-    path.write_text('name = "c"\napproaches = ["native"]\n'
+    path.write_text('name = "c"\norder = "matrix"\napproaches = ["native"]\n'
                     'benchmark_options = ["-m", "1:4096", "-i", "200", "-x", "10"]\n'
                     '[[stack]]\nname = "host-mpich"\nhost = "mpich"\n'
                     '[[benchmark]]\nname = "latency"\n'

@@ -120,8 +120,8 @@ def host_launcher(mpi: str, ranks: int, binding: str) -> list[str]:
 
 
 def image_env(case: Case, host: HostFacts) -> dict[str, str]:
-    """The stack's runtime preset, passed into its containers."""
-    return presets(case.stack.spec, local_root=host.is_root, gpu="D" in case.buffers).env
+    """The stack's runtime preset with the case's variant on top, passed into its containers."""
+    return {**presets(case.stack.spec, local_root=host.is_root, gpu="D" in case.buffers).env, **case.variant_env}
 
 
 def container(case: Case, resources: Resources, label: str, env: dict[str, str], argv: list[str] = (),

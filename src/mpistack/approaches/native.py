@@ -16,4 +16,4 @@ class Native(Approach):
             raise Refused(f"no mpistack-bench built for the host's {mpi}")
         argv = host_launcher(mpi, case.placement.ranks, case.placement.binding)
         argv += benchmark_argv(case, str(binary), output, options)
-        return LaunchPlan(argv=argv, env=resources.host.root_env(), output=output)
+        return LaunchPlan(argv=argv, env={**resources.host.root_env(), **case.variant_env}, output=output)

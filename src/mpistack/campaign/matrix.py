@@ -1,18 +1,21 @@
-"""Matrix expansion: every stack x approach x benchmark x placement x buffers x repeat that applies.
+"""Matrix expansion: every stack x approach x variant x benchmark x placement x buffers x repeat that applies.
 
-The host's own MPI runs natively; an image runs under the approaches that take an image. Filters in the
-campaign narrow the matrix; cases that cannot run here are kept with the reason (recorded as skipped).
+The host's own MPI runs natively; an image runs under the approaches that take an image. Every case runs
+once plain (variant `default`) and once per variant that applies to it. Filters in the campaign narrow the
+matrix; cases that cannot run here are kept with the reason (recorded as skipped).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import random
 
 from pydantic import ValidationError
 
 from ..registry import APPROACHES, LAUNCHERS
 from ..spec.benchmarks import BENCHMARKS
-from ..spec.campaign import ApproachEntry, BenchmarkEntry, Campaign, CampaignError, CaseFilter, Placement
+from ..spec.campaign import (ApproachEntry, BenchmarkEntry, Campaign, CampaignError, CaseFilter, Placement,
+                             VariantEntry)
 from ..spec.case import Case, CampaignStack, resolve_stack
 from ..spec.stack import StackError
 from ..spec.toml_files import describe_errors
@@ -55,32 +58,55 @@ def _runs(approach: ApproachEntry, stack: CampaignStack) -> bool:
     return APPROACHES.get(approach.name).image != stack.is_host
 
 
-def expand(campaign: Campaign, stacks: list[CampaignStack] | None = None) -> list[Case]:
-    """Every case of the campaign, interleaved (see `interleave`)."""
+def _variants(campaign: Campaign, stack: CampaignStack, approach: ApproachEntry) -> list[VariantEntry | None]:
+    return [None, *(variant for variant in campaign.variants if variant.applies(stack.name, approach.name))]
+
+
+def expand(campaign: Campaign, stacks: list[CampaignStack] | None = None, seed: int | None = None) -> list[Case]:
+    """Every case of the campaign, interleaved in a random order (see `interleave`); `seed` defaults to the
+    campaign's own."""
     stacks = stacks if stacks is not None else resolve_stacks(campaign)
     cases = []
     for stack in stacks:
         for approach in (approach for approach in campaign.approaches if _runs(approach, stack)):
-            for benchmark in campaign.benchmarks:
-                for placement in campaign.placements:
-                    for buffers in campaign.buffers:
-                        reason = _skip_reason(campaign, stack, benchmark, placement, buffers)
-                        cases += [Case(campaign.name, stack, approach, benchmark, placement, buffers, repeat, reason)
-                                  for repeat in range(1, campaign.repeats + 1)]
+            for variant in _variants(campaign, stack, approach):
+                for benchmark in campaign.benchmarks:
+                    for placement in campaign.placements:
+                        for buffers in campaign.buffers:
+                            reason = _skip_reason(campaign, stack, benchmark, placement, buffers)
+                            cases += [Case(campaign.name, stack, approach, benchmark, placement, buffers, repeat,
+                                           reason, variant)
+                                      for repeat in range(1, campaign.repeats + 1)]
     if campaign.include:
         cases = [case for case in cases if any(_matches(case, condition) for condition in campaign.include)]
     cases = [case for case in cases if not any(_matches(case, condition) for condition in campaign.exclude)]
-    return interleave(cases)
+    if campaign.order == "matrix":
+        return interleave(cases, None)
+    return interleave(cases, campaign.seed if seed is None else seed)
 
 
-def interleave(cases: list[Case]) -> list[Case]:
-    """Run the cases that will be compared next to each other: per benchmark, placement, buffers and
-    repeat, every stack and approach in turn. A machine whose load drifts during a campaign then biases
-    native and container runs alike instead of whichever ran last."""
+def interleave(cases: list[Case], seed: int | None = 0) -> list[Case]:
+    """The order that makes repeats independent and comparisons fair (Hoefler & Belli, SC15, section 4.2.1).
+
+    Rounds follow each other by repeat: round r runs the r-th launch of every case, so a machine whose load
+    drifts during a campaign affects every side alike instead of whichever ran last. Within a round the
+    cases that are compared with each other (one benchmark, placement and buffers) stay together, and both
+    the groups and the cases inside each group come in a random order drawn from `seed`: no side always
+    runs first, right after another benchmark or in a warm cache. `seed = None` keeps the listed order.
+    """
     def group(case: Case) -> tuple:
-        return (case.repeat, case.benchmark.name, case.placement.label, case.buffers)
+        return (case.benchmark.name, case.placement.label, case.buffers)
 
-    order: dict[tuple, int] = {}
-    for case in cases:
-        order.setdefault(group(case), len(order))
-    return sorted(cases, key=lambda case: order[group(case)])  # stable: stacks and approaches keep their order
+    rng = random.Random(seed) if seed is not None else None
+    ordered: list[Case] = []
+    for repeat in sorted({case.repeat for case in cases}):
+        groups: dict[tuple, list[Case]] = {}
+        for case in (case for case in cases if case.repeat == repeat):
+            groups.setdefault(group(case), []).append(case)
+        members = list(groups.values())
+        if rng is not None:
+            rng.shuffle(members)
+            for member in members:
+                rng.shuffle(member)
+        ordered += [case for member in members for case in member]
+    return ordered

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import shlex
 import signal
 import time
@@ -49,8 +50,17 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None)
             console.print(f"      skipped: {escape(str(refused))}", highlight=False)
             continue
         console.print(f"      {escape(shlex.join(launch.argv))}", highlight=False, soft_wrap=True)
-    console.print(f"{len(cases)} case(s)")
+    order = (f"in the order of seed {campaign.seed}" if campaign.seed is not None
+             else "listed in matrix order: the run draws a random order (set seed = N to fix it)")
+    console.print(f"{len(cases)} case(s), {order}")
     return len(cases)
+
+
+def with_seed(campaign: Campaign) -> Campaign:
+    """The campaign with the seed of its random case order: its own, or one drawn now (and recorded)."""
+    if campaign.seed is not None:
+        return campaign
+    return campaign.model_copy(update={"seed": secrets.randbelow(2**31)})
 
 
 def _open_campaign(campaign: Campaign, database: Engine, resume: bool) -> tuple[int, set[str]]:
@@ -62,14 +72,16 @@ def _open_campaign(campaign: Campaign, database: Engine, resume: bool) -> tuple[
 
 def run(campaign: Campaign, database: Engine, console: Console, *, resume: bool = False) -> SessionResult:
     start = time.monotonic()
+    campaign = with_seed(campaign)
     stacks = resolve_stacks(campaign)
     cases = expand(campaign, stacks)
     resources = planning_resources(campaign, stacks)
     campaign_id, done = _open_campaign(campaign, database, resume)
     todo = [case for case in cases if case.key not in done]
     already = len(cases) - len(todo)
-    console.print(f"campaign {campaign.name} (#{campaign_id}): {len(todo)} case(s) to run"
-                  + (f", {already} already done" if already else ""), highlight=False)
+    console.print(f"campaign {escape(campaign.name)} (#{campaign_id}): {len(todo)} case(s) to run"
+                  + (f", {already} already done" if already else "") + f"; order seed {campaign.seed}",
+                  highlight=False)
     prepare(todo, resources, say=lambda text: console.print(f"[dim]{escape(text)}[/dim]"))
     launcher = LocalLauncher(resources.engine)
     context = stages.CaseContext(campaign, campaign_id, resources, launcher, database,

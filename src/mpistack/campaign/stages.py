@@ -117,7 +117,10 @@ def record(context: CaseContext, case: Case, outcome: Outcome, runs: list[Parsed
                        ranks=case.placement.ranks, nodes=case.placement.nodes, buffers=case.buffers,
                        tool_version=__version__, started_at=execution.started if execution else now,
                        finished_at=execution.finished if execution else now)
-    tags = {**context.tags, "case": case.key, "mpi": case.stack.mpi_impl, "repeat": str(case.repeat)}
+    tags = {**context.tags, "case": case.key, "mpi": case.stack.mpi_impl, "repeat": str(case.repeat),
+            "variant": case.variant_name, "origin": case.stack.origin}
+    if case.variant is not None:
+        tags["variant_baseline"] = case.variant.baseline
     if case.stack.declared_mpi_version:
         tags["mpi_version"] = case.stack.declared_mpi_version
     if launch is not None:

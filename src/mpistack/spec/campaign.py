@@ -7,12 +7,16 @@
     [[stack]]  name = "host-mpich"  host = "mpich"     # the host's own MPI (native)
     [[stack]]  name = "debian-mpich"                   # a catalogue stack (built when missing)
     [[placement]]  ranks = 2
+    repeats = 8                         # launches per case, interleaved in a random order (seed = ...)
+    [[variant]]  name = "tcp"  env = { UCX_TLS = "tcp" }   # every non-native case once more with these
 
 Errors name the file, the field and what was expected.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -21,6 +25,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from ..registry import APPROACHES, ENGINES, LAUNCHERS
 from .benchmarks import BENCHMARK_NAMES
 from .toml_files import load_model, read_text
+
+#: the variant of a campaign's plain cases
+DEFAULT_VARIANT = "default"
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", max_length=100)]
 
@@ -89,8 +96,37 @@ class Placement(_Model):
         return f"n{self.ranks}N{self.nodes}" + ("" if self.binding == "none" else f"-{self.binding}")
 
 
+class VariantEntry(_Model):
+    """A named set of settings a case runs with, beside the campaign's plain cases (variant `default`).
+
+    It applies to the cases whose stack and approach match one of its shell patterns (default: every stack,
+    every approach but native). Its cases are compared with the native runs of variant `baseline`.
+    """
+
+    name: Name
+    env: dict[str, Annotated[str, Field(max_length=4096)]] = Field(default_factory=dict)
+    stacks: list[str] = Field(default_factory=lambda: ["*"])
+    approaches: list[str] | None = Field(None, description="shell patterns; default: every approach but native")
+    #: the variant whose native runs this one is compared with
+    baseline: Name = "default"
+
+    @model_validator(mode="after")
+    def _valid(self) -> "VariantEntry":
+        if self.name == DEFAULT_VARIANT:
+            raise ValueError(f"{DEFAULT_VARIANT!r} is the name of the plain cases; choose another variant name")
+        bad = [key for key in self.env if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key)]
+        if bad:
+            raise ValueError(f"env: {bad[0]!r} is not an environment variable name (letters, digits, _)")
+        return self
+
+    def applies(self, stack: str, approach: str) -> bool:
+        approach_matches = (approach != "native" if self.approaches is None
+                            else any(fnmatch.fnmatchcase(approach, pattern) for pattern in self.approaches))
+        return approach_matches and any(fnmatch.fnmatchcase(stack, pattern) for pattern in self.stacks)
+
+
 class CaseFilter(_Model):
-    """Case fields matched with shell-style patterns: stack, approach, benchmark, ranks, nodes, buffers."""
+    """Case fields matched with shell-style patterns: stack, approach, benchmark, ranks, nodes, buffers, variant."""
 
     model_config = ConfigDict(extra="forbid")
     stack: str | None = None
@@ -99,6 +135,7 @@ class CaseFilter(_Model):
     ranks: str | int | None = None
     nodes: str | int | None = None
     buffers: str | None = None
+    variant: str | None = None
 
 
 class Campaign(_Model):
@@ -108,7 +145,13 @@ class Campaign(_Model):
     engine: Annotated[str, AfterValidator(ENGINES.check)] = "podman"
     timeout: Annotated[float, Field(gt=0)] = 600
     retries: Annotated[int, Field(ge=0, le=10)] = 1
+    #: launches per case; they are independent repeats, run interleaved with the cases they are compared with
     repeats: Annotated[int, Field(ge=1, le=100)] = 1
+    #: the random order of the cases (recorded with the campaign; drawn when absent)
+    seed: Annotated[int, Field(ge=0, lt=2**63)] | None = None
+    #: "random" (rounds of repeats, each in an order drawn from the seed) or "matrix" (as listed: for
+    #: debugging a campaign, not for comparisons)
+    order: Literal["random", "matrix"] = "random"
     buffers: list[Annotated[str, Field(pattern=r"^[HDM]-[HDM]$")]] = Field(default_factory=lambda: ["H-H"])
     #: options given to every mpistack-bench invocation, before each benchmark's own
     benchmark_options: list[str] = Field(default_factory=list)
@@ -117,6 +160,7 @@ class Campaign(_Model):
     approaches: list[ApproachEntry] = Field(min_length=1)
     benchmarks: list[BenchmarkEntry] = Field(min_length=1)
     placements: list[Placement] = Field(alias="placement", default_factory=lambda: [Placement()])
+    variants: list[VariantEntry] = Field(alias="variant", default_factory=list)
     include: list[CaseFilter] = Field(default_factory=list)
     exclude: list[CaseFilter] = Field(default_factory=list)
     #: where the file was read from (not part of the file)
@@ -141,10 +185,16 @@ class Campaign(_Model):
 
     @model_validator(mode="after")
     def _unique_names(self) -> "Campaign":
-        names = [stack.name for stack in self.stacks]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValueError(f"stack names must be unique; repeated: {', '.join(duplicates)}")
+        for kind, names in (("stack", [stack.name for stack in self.stacks]),
+                            ("variant", [variant.name for variant in self.variants])):
+            duplicates = sorted({name for name in names if names.count(name) > 1})
+            if duplicates:
+                raise ValueError(f"{kind} names must be unique; repeated: {', '.join(duplicates)}")
+        known = {DEFAULT_VARIANT, *(variant.name for variant in self.variants)}
+        for variant in self.variants:
+            if variant.baseline not in known:
+                raise ValueError(f"variant {variant.name}: baseline {variant.baseline!r} is not a variant "
+                                 f"(expected one of {', '.join(sorted(known))})")
         return self
 
 

@@ -8,7 +8,7 @@ from functools import cached_property
 
 from . import catalogue
 from .benchmarks import BENCHMARKS, Benchmark
-from .campaign import ApproachEntry, BenchmarkEntry, Placement, StackEntry
+from .campaign import DEFAULT_VARIANT, ApproachEntry, BenchmarkEntry, Placement, StackEntry, VariantEntry
 from .stack import Stack
 
 
@@ -38,6 +38,12 @@ class CampaignStack:
         return None if self.spec is None else self.spec.mpi.version
 
     @property
+    def origin(self) -> str:
+        """Where the stack's MPI comes from: `host` (the system's own MPI, the baseline a centre compares
+        with) or `image` (built from a stack spec)."""
+        return "host" if self.is_host else "image"
+
+    @property
     def has_gpu(self) -> bool:
         return self.spec is not None and self.spec.gpu.kind != "none"
 
@@ -61,6 +67,15 @@ class Case:
     buffers: str
     repeat: int
     skip: str | None = None  # why this case cannot run here (recorded as skipped)
+    variant: VariantEntry | None = None  # None: the plain case (variant `default`)
+
+    @property
+    def variant_name(self) -> str:
+        return self.variant.name if self.variant else DEFAULT_VARIANT
+
+    @property
+    def variant_env(self) -> dict[str, str]:
+        return dict(self.variant.env) if self.variant else {}
 
     @property
     def test(self) -> Benchmark | None:
@@ -75,13 +90,16 @@ class Case:
     @cached_property
     def key(self) -> str:
         """Stable identity of a case within its campaign: --resume skips keys already done."""
-        return "/".join([self.stack.name, self.approach_label, self.benchmark.name, self.placement.label,
-                         self.buffers, f"r{self.repeat}"])
+        variant = [] if self.variant is None else [f"v:{self.variant.name}"]
+        return "/".join([self.stack.name, self.approach_label, *variant, self.benchmark.name,
+                         self.placement.label, self.buffers, f"r{self.repeat}"])
 
     def fields(self) -> dict[str, str]:
         return {"stack": self.stack.name, "approach": self.approach.name, "benchmark": self.benchmark.name,
-                "ranks": str(self.placement.ranks), "nodes": str(self.placement.nodes), "buffers": self.buffers}
+                "ranks": str(self.placement.ranks), "nodes": str(self.placement.nodes), "buffers": self.buffers,
+                "variant": self.variant_name}
 
     def describe(self) -> str:
-        return " · ".join([self.stack.name, self.approach_label, self.benchmark.name, self.placement.label,
-                           self.buffers])
+        variant = [] if self.variant is None else [self.variant.name]
+        return " · ".join([self.stack.name, self.approach_label, *variant, self.benchmark.name,
+                           self.placement.label, self.buffers])
