@@ -11,7 +11,8 @@ launch share a placement, a warm-up and a noise state and are not independent re
 * a ratio of the two medians, never a summary of per-launch ratios (rule 4), oriented so that 1.0 is parity and
   below 1.0 a loss (bandwidth: candidate / baseline; time: baseline / candidate);
 * a confidence interval for that ratio (rule 5): a percentile bootstrap over launches, resampling each side
-  independently (``scipy.stats.bootstrap``), deterministic for a given seed;
+  independently, deterministic for a given seed (drawn as order-statistic positions so that a whole campaign
+  shares one draw; the tests check it against ``scipy.stats.bootstrap``);
 * a statistically sound comparison (rule 7): the one-sided Mann-Whitney U test (``scipy.stats.mannwhitneyu``),
   exact for the sample sizes benchmarks have;
 * a practical floor next to the statistical test, so that a significant but tiny difference is not called a loss
@@ -23,10 +24,10 @@ All functions here are pure: no I/O, no database, nothing from the rest of mpist
 from __future__ import annotations
 
 import enum
-import inspect
+import functools
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Hashable, Mapping, Sequence
 
 import numpy as np
 from scipy import stats
@@ -38,7 +39,9 @@ __all__ = [
     "PracticalFloor",
     "SizeComparison",
     "Verdict",
+    "compare_many",
     "compare_size",
+    "compare_sizes",
     "launches_needed",
     "smallest_p_value",
 ]
@@ -48,8 +51,8 @@ __all__ = [
 #: nonparametrically; the exact binomial 95% interval of a median exists from 6 values on.
 MIN_LAUNCHES = 6
 
-#: Bootstrap resamples per size. 2000 keeps one comparison near 1.5 ms for 8 launches per side; the Monte Carlo
-#: error of a 2.5% percentile from 2000 resamples is well below the width of the intervals seen at 6 to 20 launches.
+#: Bootstrap resamples per comparison: the Monte Carlo error of a 2.5% percentile from 2000 resamples is well below
+#: the width of the intervals seen at 6 to 20 launches.
 N_RESAMPLES = 2000
 
 #: Above this many launch pairs the Mann-Whitney p-value is taken from the normal approximation (with tie
@@ -59,9 +62,6 @@ _EXACT_LIMIT = 2500
 #: ``launches_needed`` estimates above this are reported as None ("cannot be settled by repeating"): the ratio sits
 #: on a decision boundary.
 _NEEDED_CAP = 1000
-
-# scipy >= 1.15 takes ``rng``; older releases ``random_state`` (both accept an integer seed).
-_SEED_ARG = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
 
 
 class Verdict(enum.Enum):
@@ -188,35 +188,34 @@ def launches_needed(
     return needed if needed <= _NEEDED_CAP else None
 
 
-def _ratio_of_medians(candidate, baseline, axis=-1):
-    return np.median(candidate, axis=axis) / np.median(baseline, axis=axis)
+def _rank_tests(candidate: np.ndarray, baseline: np.ndarray, worse: str) -> list[tuple[float, float]]:
+    """One-sided Mann-Whitney U p-values per row of the two 2-D arrays: (candidate worse, candidate better).
 
-
-def _rank_tests(candidate: np.ndarray, baseline: np.ndarray, worse: str) -> tuple[float, float]:
-    """One-sided Mann-Whitney U p-values: (candidate worse, candidate better).
-
-    "Better" is the ``worse`` alternative with the samples swapped; with equal sample sizes both tests go through
-    one batched SciPy call (the per-call overhead dominates at benchmark sample sizes).
+    "Better" is the ``worse`` alternative with the samples swapped; both go through one batched SciPy call (the
+    per-call overhead dominates at benchmark sample sizes).
     """
-    method = "exact" if candidate.size * baseline.size <= _EXACT_LIMIT else "asymptotic"
-    if candidate.size == baseline.size:
-        result = stats.mannwhitneyu(
-            np.stack([candidate, baseline]), np.stack([baseline, candidate]), alternative=worse, axis=-1,
-            method=method,
-        )
-        return float(result.pvalue[0]), float(result.pvalue[1])
-    return (
-        float(stats.mannwhitneyu(candidate, baseline, alternative=worse, method=method).pvalue),
-        float(stats.mannwhitneyu(baseline, candidate, alternative=worse, method=method).pvalue),
-    )
+    n_c, n_b = candidate.shape[-1], baseline.shape[-1]
+    method = "exact" if n_c * n_b <= _EXACT_LIMIT else "asymptotic"
+    if n_c == n_b:
+        result = stats.mannwhitneyu(np.concatenate([candidate, baseline]), np.concatenate([baseline, candidate]),
+                                    alternative=worse, axis=-1, method=method)
+        rows = len(candidate)
+        return [(float(result.pvalue[i]), float(result.pvalue[rows + i])) for i in range(rows)]
+    worse_p = np.atleast_1d(stats.mannwhitneyu(candidate, baseline, alternative=worse, axis=-1, method=method).pvalue)
+    better_p = np.atleast_1d(stats.mannwhitneyu(baseline, candidate, alternative=worse, axis=-1,
+                                                method=method).pvalue)
+    return [(float(w), float(b)) for w, b in zip(worse_p, better_p)]
 
 
-def _figures(values: Sequence[float], side: str) -> np.ndarray:
-    array = np.asarray(values, dtype=float).ravel()
-    if array.size == 0:
-        raise ValueError(f"no launches for the {side}: nothing to compare (mark the size untested instead)")
-    if not np.all(np.isfinite(array)) or np.any(array <= 0.0):
-        raise ValueError(f"{side} figures must be finite and positive, got {values!r}")
+def _figures(rows: list[Sequence[float]], keys: list, side: str) -> np.ndarray:
+    """The per-launch figures of one batch as a 2-D array; every figure must be finite and positive."""
+    array = np.asarray(rows, dtype=float)
+    if array.shape[1] == 0:
+        raise ValueError(f"no launches for the {side} of {keys[0]!r}: nothing to compare (mark it untested)")
+    bad = ~(np.isfinite(array) & (array > 0.0))
+    if bad.any():
+        row = int(np.nonzero(bad.any(axis=1))[0][0])
+        raise ValueError(f"{side} figures must be finite and positive, got {list(rows[row])!r} at {keys[row]!r}")
     return array
 
 
@@ -250,20 +249,131 @@ def compare_size(
     * INCONCLUSIVE otherwise, including "too few launches" (fewer than 2 on a side; or fewer than ``min_launches``
       and the exact rank test cannot reach ``p < alpha``), with ``launches_needed`` estimated.
     """
+    (result,) = compare_sizes(
+        {size: candidate}, {size: baseline}, higher_is_better=higher_is_better, floor=floor, confidence=confidence,
+        alpha=alpha, seed=seed, min_launches=min_launches, n_resamples=n_resamples,
+    )
+    return result
+
+
+def compare_sizes(
+    candidate: Mapping[int | None, Sequence[float]],
+    baseline: Mapping[int | None, Sequence[float]],
+    *,
+    higher_is_better: bool,
+    **settings,
+) -> list[SizeComparison]:
+    """``compare_size`` at every size both sides have, in the order of ``candidate``'s sizes (see ``compare_many``;
+    ``settings`` are ``compare_size``'s keyword arguments)."""
+    pairs = {size: (candidate[size], baseline[size], size) for size in candidate if size in baseline}
+    return list(compare_many(pairs, higher_is_better=higher_is_better, **settings).values())
+
+
+def compare_many(
+    pairs: Mapping[Hashable, tuple[Sequence[float], Sequence[float], int | None]],
+    *,
+    higher_is_better: bool,
+    floor: PracticalFloor = DEFAULT_FLOOR,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+    seed: int = 0,
+    min_launches: int = MIN_LAUNCHES,
+    n_resamples: int = N_RESAMPLES,
+) -> dict[Hashable, SizeComparison]:
+    """``compare_size`` for many (candidate, baseline, size) triples at once, keyed as given: the sizes of one row,
+    or of every row of a campaign.
+
+    Comparisons with the same number of launches on each side (the usual case: every launch sweeps every size)
+    share one bootstrap draw and one batched rank test, so a whole campaign costs a few array operations.
+    """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    c = _figures(candidate, "candidate")
-    b = _figures(baseline, "baseline")
-    n_c, n_b = int(c.size), int(b.size)
-    median_c, median_b = float(np.median(c)), float(np.median(b))
+    settings = _Settings(higher_is_better, floor, confidence, alpha, min_launches)
+    batches: dict[tuple[int, int], list] = {}
+    for key, (c, b, _) in pairs.items():
+        batches.setdefault((len(c), len(b)), []).append(key)
+    out: dict[Hashable, SizeComparison] = {}
+    for (n_c, n_b), keys in batches.items():
+        c = _figures([pairs[key][0] for key in keys], keys, "candidate")
+        b = _figures([pairs[key][1] for key in keys], keys, "baseline")
+        if n_c < 2 or n_b < 2:
+            intervals = [(math.nan, math.nan)] * len(keys)
+            p_values = [(1.0, 1.0)] * len(keys)
+        else:
+            intervals = _ratio_intervals(c, b, settings, seed, n_resamples)
+            p_values = _rank_tests(c, b, "less" if higher_is_better else "greater")
+        medians_c, medians_b = np.median(c, axis=1).tolist(), np.median(b, axis=1).tolist()
+        for row, key in enumerate(keys):
+            out[key] = _judge((n_c, n_b), (medians_c[row], medians_b[row]), intervals[row], p_values[row],
+                              settings, pairs[key][2])
+    return {key: out[key] for key in pairs}
+
+
+@dataclass(frozen=True)
+class _Settings:
+    higher_is_better: bool
+    floor: PracticalFloor
+    confidence: float
+    alpha: float
+    min_launches: int
+
+
+@functools.lru_cache(maxsize=256)
+def _median_selector(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """An ``n x n_resamples`` matrix that maps a sorted sample of ``n`` launches to the medians of
+    ``n_resamples`` bootstrap resamples of it.
+
+    A resample draws ``n`` positions with replacement; because sorting is monotone, the median of the resampled
+    values is the mean of the sorted sample at the two middle drawn positions (one position twice for odd ``n``),
+    so column ``r`` holds 0.5 at those two positions. Drawn once per sample size and seed and shared by every
+    comparison: the bootstrap of a whole campaign is one matrix product per side.
+    """
+    drawn = np.sort(np.random.default_rng(seed).integers(0, n, size=(n_resamples, n)), axis=1)
+    selector = np.zeros((n, n_resamples))
+    columns = np.arange(n_resamples)
+    np.add.at(selector, (drawn[:, (n - 1) // 2], columns), 0.5)
+    np.add.at(selector, (drawn[:, n // 2], columns), 0.5)
+    return selector
+
+
+_CHUNK = 1024  # comparisons per block of bootstrap arithmetic: bounds memory to a few MB per array
+
+
+def _ratio_intervals(c: np.ndarray, b: np.ndarray, settings: _Settings, seed: int,
+                     n_resamples: int) -> list[tuple[float, float]]:
+    """Percentile-bootstrap intervals of the ratio of medians, one per row, each side resampled on its own
+    (independent draws: the sides are independent launches). ``tests/analysis`` checks them against
+    ``scipy.stats.bootstrap``."""
+    numerator, denominator = (c, b) if settings.higher_is_better else (b, c)
+    top = _median_selector(numerator.shape[1], n_resamples, seed)
+    bottom = _median_selector(denominator.shape[1], n_resamples, seed + 1)
+    tail = (1.0 - settings.confidence) / 2.0
+    out: list[tuple[float, float]] = []
+    for start in range(0, len(numerator), _CHUNK):
+        ratios = np.sort(numerator[start:start + _CHUNK], axis=1) @ top
+        ratios /= np.sort(denominator[start:start + _CHUNK], axis=1) @ bottom
+        lows, highs = np.quantile(ratios, [tail, 1.0 - tail], axis=1)
+        out += zip(lows.tolist(), highs.tolist())
+    return out
+
+
+def _judge(counts: tuple[int, int], medians: tuple[float, float], interval: tuple[float, float],
+           p_values: tuple[float, float], settings: _Settings, size: int | None) -> SizeComparison:
+    """The verdict at one size from its launch counts, medians, interval and one-sided p-values (see
+    ``compare_size``)."""
+    higher_is_better, floor, alpha, min_launches = (settings.higher_is_better, settings.floor, settings.alpha,
+                                                    settings.min_launches)
+    n_c, n_b = counts
+    median_c, median_b = medians
     ratio = median_c / median_b if higher_is_better else median_b / median_c
     band = floor.band(median_b, higher_is_better=higher_is_better)
     floor_text = floor.describe(higher_is_better=higher_is_better)
     common = dict(
         n_candidate=n_c, n_baseline=n_b, median_candidate=median_c, median_baseline=median_b, ratio=ratio,
-        floor_low=band[0], floor_high=band[1], higher_is_better=higher_is_better, size=size, confidence=confidence,
+        floor_low=band[0], floor_high=band[1], higher_is_better=higher_is_better, size=size,
+        confidence=settings.confidence,
     )
 
     if n_c < 2 or n_b < 2:
@@ -273,17 +383,11 @@ def compare_size(
             reason=f"too few launches ({n_c} and {n_b}): a confidence interval needs at least 2 per side",
         )
 
-    # Confidence interval of the ratio of medians: percentile bootstrap, each side resampled on its own.
-    worse = "less" if higher_is_better else "greater"
-    result = stats.bootstrap(
-        (c, b) if higher_is_better else (b, c), _ratio_of_medians, vectorized=True, paired=False,
-        n_resamples=n_resamples, confidence_level=confidence, method="percentile", **{_SEED_ARG: seed},
-    )
     # The percentile interval contains the observed ratio in practice (each resampled median falls on either side
     # of the observed one with probability near 1/2); the min/max only makes that an invariant.
-    ci_low = min(float(result.confidence_interval.low), ratio)
-    ci_high = max(float(result.confidence_interval.high), ratio)
-    p_worse, p_better = _rank_tests(c, b, worse)
+    ci_low = min(interval[0], ratio)
+    ci_high = max(interval[1], ratio)
+    p_worse, p_better = p_values
     reachable = smallest_p_value(n_c, n_b) < alpha
     enough = min(n_c, n_b) >= min_launches
     summary = f"{_fmt(ratio)}× (CI {_fmt(ci_low)}–{_fmt(ci_high)})"

@@ -1,5 +1,6 @@
-"""mpistack-bench for the host's own MPI, built from the package's sources into mpistack's cache (so
-that an installed package, whose sources may be read-only, builds it too)."""
+"""mpistack-bench built on the host (for the host's own MPI, or a pip stack's wheel in a virtual environment),
+from the package's sources into mpistack's cache (so that an installed package, whose sources may be
+read-only, builds it too)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,14 @@ def host_bench_path(mpi: str) -> Path:
 
 
 def build_host_bench(mpi: str) -> Path:
-    """Build (or bring up to date) mpistack-bench with the host's `mpi` compiler wrapper; raises
-    subprocess.CalledProcessError with the compiler's output when it fails."""
-    binary = host_bench_path(mpi)
-    subprocess.run(["make", "-s", "-C", str(bench_source_dir()), f"MPICC={HOST_COMPILERS[mpi]}",
-                    f"BUILD={binary.parent}"], check=True, capture_output=True, text=True)
-    return binary
+    """Build (or bring up to date) mpistack-bench with the host's `mpi` compiler wrapper."""
+    return build_bench(HOST_COMPILERS[mpi], host_bench_path(mpi).parent)
+
+
+def build_bench(mpicc: str, build: Path) -> Path:
+    """Build (or bring up to date: make rebuilds what changed, and everything when the compiler does)
+    mpistack-bench with the compiler wrapper `mpicc` into `build`; raises subprocess.CalledProcessError
+    with the compiler's output when it fails."""
+    subprocess.run(["make", "-s", "-C", str(bench_source_dir()), f"MPICC={mpicc}", f"BUILD={build}"],
+                   check=True, capture_output=True, text=True)
+    return build / "mpistack-bench"
