@@ -125,6 +125,26 @@ class VariantEntry(_Model):
         return approach_matches and any(fnmatch.fnmatchcase(stack, pattern) for pattern in self.stacks)
 
 
+class AnalysisEntry(_Model):
+    """How the campaign's answers are decided (docs/analysis.md): the practical floor and the size regimes."""
+
+    #: a loss smaller than this fraction of the baseline does not count (0.10 = 10%)
+    floor: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.10
+    #: a latency difference smaller than this many microseconds does not count either
+    floor_us: Annotated[float, Field(ge=0.0, le=1e6)] = 0.05
+    #: messages below this many bytes are "small" (latency-bound), from large_from on "large"
+    small_below: Annotated[int, Field(ge=1, le=2**40)] = 8 * 1024
+    large_from: Annotated[int, Field(ge=1, le=2**40)] = 512 * 1024
+    #: the level of the one-sided rank test, after the Benjamini-Hochberg adjustment over a row's sizes
+    alpha: Annotated[float, Field(gt=0.0, lt=0.5)] = 0.05
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "AnalysisEntry":
+        if self.small_below > self.large_from:
+            raise ValueError(f"small_below ({self.small_below}) must not exceed large_from ({self.large_from})")
+        return self
+
+
 class CaseFilter(_Model):
     """Case fields matched with shell-style patterns: stack, approach, benchmark, ranks, nodes, buffers, variant."""
 
@@ -161,6 +181,7 @@ class Campaign(_Model):
     benchmarks: list[BenchmarkEntry] = Field(min_length=1)
     placements: list[Placement] = Field(alias="placement", default_factory=lambda: [Placement()])
     variants: list[VariantEntry] = Field(alias="variant", default_factory=list)
+    analysis: AnalysisEntry = Field(default_factory=AnalysisEntry)
     include: list[CaseFilter] = Field(default_factory=list)
     exclude: list[CaseFilter] = Field(default_factory=list)
     #: where the file was read from (not part of the file)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, and_, exists, select
+from sqlalchemy import Engine, and_, exists, func, select
 
 from .schema import RESULT_STAT_FIELDS, RunRow, RunTagRow, ResultRow
 
@@ -143,3 +143,38 @@ def query_results(engine: Engine, filters: list[Where] | None = None, limit: int
             row.setdefault(key, value)
         row["tags"] = run_tags
     return rows
+
+
+# Run columns the analysis needs, beside the run's tags.
+EVIDENCE_RUN_FIELDS = ("run", "campaign", "benchmark", "status", "stack", "approach", "ranks", "nodes", "buffers",
+                       "message", "mpi_library_version", "libfabric_version", "libfabric_provider", "source")
+
+
+def launch_evidence(engine: Engine, filters: list[Where] | None = None) -> tuple[dict[int, dict], list[tuple]]:
+    """What the analysis reads, lean enough for millions of results: the matching runs (with their tags, failed
+    and skipped runs included) by id, and their results as ``(run, benchmark, size, metric, figure)`` tuples,
+    where the figure is the run's median over iterations when the benchmark reported one, else its value."""
+    run_columns = [_RUNS.id.label("run"), _RUNS.campaign_id.label("campaign"), _RUNS.benchmark, _RUNS.status,
+                   _RUNS.stack, _RUNS.approach, _RUNS.ranks, _RUNS.nodes, _RUNS.buffers, _RUNS.message,
+                   _RUNS.mpi_library_version, _RUNS.libfabric_version, _RUNS.libfabric_provider, _RUNS.source]
+    statement = select(*run_columns)
+    for where in filters or []:
+        if where.key in _RESULT_KEYS and where.key != "benchmark":
+            raise WhereError(f"--where {where.key}: the analysis selects runs; filter on a run field or a tag")
+        statement = statement.where(where.clause(run_id=_RUNS.id, result_keys=False))
+    runs, tags = _fetch(engine, statement.order_by(_RUNS.id), None)
+    by_id = {}
+    for row in runs:
+        row["tags"] = tags.get(row["run"], {})
+        by_id[row["run"]] = row
+    figure = func.coalesce(_RESULTS.median, _RESULTS.value)
+    results: list[tuple] = []
+    ids = sorted(by_id)
+    with engine.connect() as connection:
+        for start in range(0, len(ids), 5000):  # stay under bound-parameter limits
+            chunk = ids[start:start + 5000]
+            results += connection.execute(
+                select(_RESULTS.run_id, _RESULTS.benchmark, _RESULTS.size, _RESULTS.metric, figure)
+                .where(_RESULTS.run_id.in_(chunk))
+            ).all()
+    return by_id, results

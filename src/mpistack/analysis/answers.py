@@ -1,0 +1,194 @@
+"""The answer mpistack gives per stack, approach, variant, benchmark, placement and buffers: at native speed, slower
+(where and by how much), failing, or not yet known, against two baselines.
+
+* ``system``: the system's own MPI run natively (what a centre compares with: the LUMI and Alps tables compare
+  with the vendor's MPI);
+* ``same-stack``: the same MPI build run natively, outside any container (a pip stack installed into a host
+  virtual environment; or the host's own MPI when the image's library reports the very same version string).
+
+The loss against ``system`` is thereby split into the *stack effect* (the same build natively against the system
+MPI: row ``native`` of the stack against ``system``) and the *deployment effect* (the container against the same
+build natively: the ``same-stack`` rows). Ratios are oriented so that 1.0 is parity and below 1.0 a loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..spec.campaign import AnalysisEntry
+from .classes import RowClass, SizeRanges, classify, failed_class, format_size, untested_class
+from .evidence import Row, RowKey
+from .statistics import DEFAULT_FLOOR, PracticalFloor, SizeComparison, compare_many
+
+SYSTEM = "system"
+SAME_STACK = "same-stack"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What decides a verdict (docs/analysis.md): the practical floor, the message-size regimes, the test level."""
+
+    floor: PracticalFloor = DEFAULT_FLOOR
+    ranges: SizeRanges = SizeRanges()
+    alpha: float = 0.05
+    confidence: float = 0.95
+    seed: int = 0
+
+    @classmethod
+    def of(cls, entry: AnalysisEntry | dict | None) -> "Settings":
+        """The settings a campaign file's ``[analysis]`` table gives (as loaded, or as stored with the campaign)."""
+        entry = entry if isinstance(entry, AnalysisEntry) else AnalysisEntry.model_validate(entry or {})
+        return cls(PracticalFloor(entry.floor, entry.floor_us), SizeRanges(entry.small_below, entry.large_from),
+                   entry.alpha)
+
+    def to_dict(self) -> dict:
+        return {"floor": self.floor.relative, "floor_us": self.floor.absolute_us,
+                "small_below": self.ranges.small_below, "large_from": self.ranges.large_from, "alpha": self.alpha,
+                "confidence": self.confidence}
+
+
+@dataclass
+class Answer:
+    """One compared row: its class, and the per-size comparisons behind it."""
+
+    key: RowKey
+    baseline: str  # SYSTEM or SAME_STACK
+    baseline_row: RowKey | None  # whose launches were the baseline (None: there was none)
+    row_class: RowClass
+    sizes: list[SizeComparison] = field(default_factory=list)
+    launches: int = 0
+    baseline_launches: int = 0
+    failures: list[str] = field(default_factory=list)
+    library_version: str | None = None
+    declared_version: str | None = None
+    same_build_as_system: bool = False  # the same-stack baseline is the system MPI itself
+
+    @property
+    def label(self) -> str:
+        return self.row_class.label
+
+    def to_dict(self) -> dict:
+        """The JSON form: one object per compared row (``mpistack report --format json``)."""
+        key = self.key
+        return {
+            "scope": key.scope, "stack": key.stack, "approach": key.approach, "variant": key.variant,
+            "benchmark": key.benchmark, "metric": key.metric, "ranks": key.ranks, "nodes": key.nodes,
+            "buffers": key.buffers, "baseline": self.baseline,
+            "baseline_stack": self.baseline_row.stack if self.baseline_row else None,
+            "baseline_variant": self.baseline_row.variant if self.baseline_row else None,
+            "class": self.label, "reason": self.row_class.reason,
+            "slow": [{"regime": r.regime, "sizes": r.sizes, "worst_ratio": r.worst_ratio, "worst_size": r.worst_size}
+                     for r in self.row_class.slow],
+            "launches": self.launches, "baseline_launches": self.baseline_launches,
+            "launches_needed": self.row_class.launches_needed, "failures": self.failures,
+            "library_version": self.library_version, "declared_version": self.declared_version,
+            "same_build_as_system": self.same_build_as_system,
+            "sizes": [{"size": c.size, "ratio": c.ratio, "ci_low": c.ci_low, "ci_high": c.ci_high,
+                       "p_value": c.p_value, "verdict": c.verdict.value, "median": c.median_candidate,
+                       "baseline_median": c.median_baseline, "launches": c.n_candidate,
+                       "baseline_launches": c.n_baseline} for c in self.sizes],
+        }
+
+
+def _is_system(row: Row) -> bool:
+    return row.key.approach == "native" and row.origin in ("host", "published")
+
+
+def _system_baseline(row: Row, rows: dict[RowKey, Row]) -> Row | None:
+    """The system MPI's native row of the same family, benchmark, placement and buffers, in the variant the row is
+    compared with."""
+    wanted = row.key.with_(approach="native", variant=row.variant_baseline)
+    found = [other for other in rows.values()
+             if _is_system(other) and other.mpi == row.mpi and other.key.with_(stack=row.key.stack) == wanted]
+    return max(found, key=lambda other: other.launches, default=None)
+
+
+def _same_stack_baseline(row: Row, rows: dict[RowKey, Row], system: Row | None) -> tuple[Row | None, bool]:
+    """The same build natively: the stack's own native row, else the system's when its library reports the very
+    version string the image's does. Returns (row, whether it is the system MPI itself)."""
+    own = rows.get(row.key.with_(approach="native", variant=row.variant_baseline))
+    if own is not None and own is not row and own.origin == "venv":
+        return own, False
+    image_library = _image_library(row, rows)
+    if system is not None and image_library and system.library_version == image_library:
+        return system, True
+    return None, False
+
+
+def _image_library(row: Row, rows: dict[RowKey, Row]) -> str | None:
+    """What the image's own MPI reports: from the row's self-contained (container) launches, since bind and
+    fabric-swap put host libraries into the image."""
+    container = rows.get(row.key.with_(approach="container", variant="default"))
+    return (container or row).library_version if (container or row).origin == "image" else None
+
+
+def _class_without_comparison(row: Row, baseline: Row | None, what: str) -> RowClass | None:
+    if row.launches == 0 and row.failures:
+        return failed_class(f"{row.failures[0]}" + (f" ({len(row.failures)} launches)" if len(row.failures) > 1
+                                                    else ""))
+    if row.launches == 0:
+        return untested_class(f"not run: {row.skipped[0]}" if row.skipped else "no launches")
+    if baseline is None:
+        return untested_class(f"no {what} baseline to compare with")
+    if baseline.launches == 0:
+        why = baseline.failures[0] if baseline.failures else (baseline.skipped[0] if baseline.skipped else "no launches")
+        return untested_class(f"the {what} baseline ({baseline.key.stack} native) did not run: {why}")
+    return None
+
+
+def answer(rows: dict[RowKey, Row], settings: Settings = Settings()) -> list[Answer]:
+    """Every row's answer against the system baseline and, where it differs, the same-stack one."""
+    plans: list[tuple[Row, str, Row | None, bool]] = []
+    for row in sorted(rows.values(), key=lambda row: row.key):
+        system = _system_baseline(row, rows)
+        if system is row or (_is_system(row) and row.key.variant == row.variant_baseline):
+            continue  # the baseline itself
+        plans.append((row, SYSTEM, system, False))
+        if row.key.approach != "native":
+            same, is_system = _same_stack_baseline(row, rows, system)
+            if same is not None and not is_system:
+                plans.append((row, SAME_STACK, same, False))
+            elif is_system:
+                plans[-1] = (row, SYSTEM, system, True)
+
+    pairs = {}
+    for index, (row, _, baseline, _) in enumerate(plans):
+        if baseline is None or row.launches == 0 or baseline.launches == 0:
+            continue
+        for size, values in row.figures.items():
+            if size in baseline.figures:
+                pairs[(index, size)] = (values, baseline.figures[size], size)
+    compared = {True: {}, False: {}}
+    for higher in (True, False):
+        chosen = {key: triple for key, triple in pairs.items() if plans[key[0]][0].key.higher_is_better is higher}
+        if chosen:
+            compared[higher] = compare_many(chosen, higher_is_better=higher, floor=settings.floor,
+                                            confidence=settings.confidence, alpha=settings.alpha, seed=settings.seed)
+
+    answers = []
+    for index, (row, kind, baseline, same_build) in enumerate(plans):
+        what = "system MPI" if kind == SYSTEM else "same-stack native"
+        sizes = sorted((c for (i, _), c in compared[row.key.higher_is_better].items() if i == index),
+                       key=lambda c: (c.size is not None, c.size or 0))
+        row_class = _class_without_comparison(row, baseline, what)
+        if row_class is None:
+            row_class = (classify(sizes, ranges=settings.ranges, alpha=settings.alpha) if sizes
+                         else untested_class("no message size in common with the baseline"))
+        if row.failures and row.launches:
+            row_class = RowClass(row_class.label, row_class.slow,
+                                 f"{row_class.reason}; {len(row.failures)} other launch(es) failed: {row.failures[0]}",
+                                 row_class.inconclusive, row_class.faster, row_class.launches_needed,
+                                 row_class.unconfirmed)
+        answers.append(Answer(row.key, kind, baseline.key if baseline else None, row_class, sizes, row.launches,
+                              baseline.launches if baseline else 0, row.failures, row.library_version,
+                              row.declared_version, same_build))
+    return answers
+
+
+def where_slow(answer_: Answer) -> str:
+    """A short 'where' for tables: the slow ranges with their worst ratio, or the class's reason."""
+    if answer_.row_class.slow:
+        return "; ".join(f"{r.regime} {format_size(r.sizes[0])}–{format_size(r.sizes[-1])} {r.worst_ratio:.2g}×"
+                         if len(r.sizes) > 1 else f"{r.regime} {format_size(r.sizes[0])} {r.worst_ratio:.2g}×"
+                         for r in answer_.row_class.slow)
+    return answer_.row_class.reason

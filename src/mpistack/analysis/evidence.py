@@ -1,0 +1,149 @@
+"""The evidence the analysis works from: launches (one stored run each) grouped into rows, read from the store.
+
+A *row* is everything that is compared as one: a stack, deployed one way, in one variant, running one benchmark
+metric at one placement and buffer placement, within one scope (a campaign, or one published reference). Its
+*launches* give one figure per message size each; the launch, not the iteration, is the unit of evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine
+
+from ..spec.benchmarks import HIGHER_IS_BETTER, metric_of
+from ..spec.campaign import DEFAULT_VARIANT
+from ..spec.status import RunStatus
+from ..store.query import Where, launch_evidence
+
+
+@dataclass(frozen=True, order=True)
+class RowKey:
+    """What one row compares: one scope, stack, approach, variant, benchmark metric, placement and buffers."""
+
+    scope: str  # "campaign 3", or "reference lumi-container-approaches"
+    stack: str
+    approach: str
+    variant: str
+    benchmark: str
+    metric: str
+    ranks: int
+    nodes: int
+    buffers: str
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.metric in HIGHER_IS_BETTER
+
+    def with_(self, **changes) -> "RowKey":
+        values = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return RowKey(**{**values, **changes})
+
+
+@dataclass
+class Row:
+    """The launches of one row: figures per size (one per successful launch) and what went wrong in the others."""
+
+    key: RowKey
+    origin: str  # host (the system's MPI), venv (a stack installed natively), image, or published
+    mpi: str  # the MPI family (mpich, openmpi), as tagged
+    variant_baseline: str = DEFAULT_VARIANT  # the variant whose native runs this row is compared with
+    figures: dict[int | None, list[float]] = field(default_factory=dict)
+    launches: int = 0  # successful launches
+    failures: list[str] = field(default_factory=list)  # "status: first line of the message", one per failed launch
+    skipped: list[str] = field(default_factory=list)  # why the cases were not run
+    library_versions: set[str] = field(default_factory=set)  # what MPI_Get_library_version said, first line
+    declared_version: str | None = None
+    campaign: int | None = None
+    runs: list[int] = field(default_factory=list)
+
+    @property
+    def library_version(self) -> str | None:
+        """The one library version the row's launches reported (None when none or several)."""
+        return next(iter(self.library_versions)) if len(self.library_versions) == 1 else None
+
+
+def _scope(run: dict) -> str:
+    if run["campaign"] is not None:
+        return f"campaign {run['campaign']}"
+    tags = run["tags"]
+    return f"reference {tags['reference']}" if "reference" in tags else f"system {tags.get('system', 'unknown')}"
+
+
+def _first_line(text: str | None) -> str:
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def library_line(version: str | None) -> str | None:
+    """The first line of an MPI library version string ('MPICH Version:  4.0.2', 'Open MPI v4.1.4, ...')."""
+    line = _first_line(version)
+    return re.sub(r"\s+", " ", line) if line else None
+
+
+def _origin(run: dict) -> str:
+    tags = run["tags"]
+    if "origin" in tags:
+        return tags["origin"]
+    if run["campaign"] is None:
+        return "published"
+    return "host" if run["approach"] == "native" else "image"
+
+
+def rows_from(runs: dict[int, dict], results: list[tuple]) -> dict[RowKey, Row]:
+    """Group runs and their results into rows (one figure per launch and size)."""
+    rows: dict[RowKey, Row] = {}
+    keys_of_run: dict[int, dict[str, RowKey]] = defaultdict(dict)
+
+    def row_for(run: dict, benchmark: str, metric: str) -> Row:
+        tags = run["tags"]
+        key = RowKey(_scope(run), run["stack"] or "", run["approach"] or "", tags.get("variant", DEFAULT_VARIANT),
+                     benchmark, metric, run["ranks"] or 0, run["nodes"] or 1, run["buffers"] or "H-H")
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = Row(key, _origin(run), tags.get("mpi", ""),
+                                  tags.get("variant_baseline", DEFAULT_VARIANT), declared_version=tags.get("mpi_version"),
+                                  campaign=run["campaign"])
+        keys_of_run[run["run"]][metric] = key
+        return row
+
+    figures: dict[tuple[int, str], dict[int | None, float]] = defaultdict(dict)
+    for run_id, benchmark, size, metric, figure in results:
+        if figure is not None and figure > 0:
+            figures[(run_id, metric)][size] = figure
+    metrics_of_run: dict[int, set[str]] = defaultdict(set)
+    for run_id, metric in figures:
+        metrics_of_run[run_id].add(metric)
+
+    for run_id, run in runs.items():
+        status = run["status"]
+        if status == RunStatus.OK.value and metrics_of_run.get(run_id):
+            for metric in metrics_of_run[run_id]:
+                row = row_for(run, run["benchmark"], metric)
+                for size, value in figures[(run_id, metric)].items():
+                    row.figures.setdefault(size, []).append(value)
+                row.launches += 1
+                row.runs.append(run_id)
+                version = library_line(run["mpi_library_version"])
+                if version:
+                    row.library_versions.add(version)
+            continue
+        row = row_for(run, run["benchmark"], metric_of(run["benchmark"]).name)
+        row.runs.append(run_id)
+        reason = _first_line(run["message"])
+        if status == RunStatus.SKIPPED.value:
+            row.skipped.append(reason or "skipped")
+        else:
+            state = status if status != RunStatus.OK.value else "no results"
+            row.failures.append(f"{state}: {reason}" if reason else state)
+    return rows
+
+
+def load_rows(engine: Engine, filters: list[Where] | None = None) -> dict[RowKey, Row]:
+    """The rows of every run matching the filters (a campaign: ``Where("campaign", "=", id)``)."""
+    runs, results = launch_evidence(engine, filters)
+    return rows_from(runs, results)
