@@ -13,7 +13,9 @@ build natively: the ``same-stack`` rows). Ratios are oriented so that 1.0 is par
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from ..spec.campaign import AnalysisEntry
 from .classes import RowClass, SizeRanges, classify, failed_class, format_size, untested_class
@@ -84,7 +86,7 @@ class Answer:
             "library_version": self.library_version, "declared_version": self.declared_version,
             "same_build_as_system": self.same_build_as_system,
             "sizes": [{"size": c.size, "ratio": c.ratio, "ci_low": c.ci_low, "ci_high": c.ci_high,
-                       "p_value": c.p_value, "verdict": c.verdict.value, "median": c.median_candidate,
+                       "p_value": c.p_value, "descriptive": c.descriptive, "verdict": c.verdict.value, "median": c.median_candidate,
                        "baseline_median": c.median_baseline, "launches": c.n_candidate,
                        "baseline_launches": c.n_baseline} for c in self.sizes],
         }
@@ -94,13 +96,22 @@ def _is_system(row: Row) -> bool:
     return row.key.approach == "native" and row.origin in ("host", "published")
 
 
-def _system_baseline(row: Row, rows: dict[RowKey, Row]) -> Row | None:
+def _system_index(rows: dict[RowKey, Row]) -> dict[tuple, Row]:
+    """The system MPI's native rows by what a candidate looks them up with (its key without the stack, and the MPI
+    family); with two system rows for one key, the one with more launches."""
+    index: dict[tuple, Row] = {}
+    for row in rows.values():
+        if _is_system(row):
+            lookup = (row.mpi, row.key.with_(stack=""))
+            if lookup not in index or row.launches > index[lookup].launches:
+                index[lookup] = row
+    return index
+
+
+def _system_baseline(row: Row, index: dict[tuple, Row]) -> Row | None:
     """The system MPI's native row of the same family, benchmark, placement and buffers, in the variant the row is
     compared with."""
-    wanted = row.key.with_(approach="native", variant=row.variant_baseline)
-    found = [other for other in rows.values()
-             if _is_system(other) and other.mpi == row.mpi and other.key.with_(stack=row.key.stack) == wanted]
-    return max(found, key=lambda other: other.launches, default=None)
+    return index.get((row.mpi, row.key.with_(stack="", approach="native", variant=row.variant_baseline)))
 
 
 def _same_stack_baseline(row: Row, rows: dict[RowKey, Row], system: Row | None) -> tuple[Row | None, bool]:
@@ -136,11 +147,44 @@ def _class_without_comparison(row: Row, baseline: Row | None, what: str) -> RowC
     return None
 
 
+def is_descriptive(row: Row, baseline: Row) -> bool:
+    """Whether a pair of rows is compared descriptively (``compare_many(descriptive=True)``): a published
+    reference gives one figure per size, so where a side is published no test of significance is possible, and
+    a size with a single figure is judged by its ratio against the floor. Two campaigns never are."""
+    return "published" in (row.origin, baseline.origin)
+
+
+def compare_pairs(pairs: Sequence[tuple[Row, Row | None]],
+                  settings: Settings = Settings()) -> list[list[SizeComparison]]:
+    """Per (candidate, baseline) pair of rows, the comparisons at every size both have, in size order (empty
+    where a side has no launches or there is no baseline). Every pair goes through ``compare_many`` at once,
+    one batch per direction of the metric and per mode (tested, or descriptive: ``is_descriptive``)."""
+    triples = {}
+    for index, (row, baseline) in enumerate(pairs):
+        if baseline is None or row.launches == 0 or baseline.launches == 0:
+            continue
+        for size, values in row.figures.items():
+            if size in baseline.figures:
+                triples[(index, size)] = (values, baseline.figures[size], size, is_descriptive(row, baseline))
+    compared: list[list[SizeComparison]] = [[] for _ in pairs]
+    for higher, descriptive in itertools.product((True, False), repeat=2):
+        chosen = {key: triple[:3] for key, triple in triples.items()
+                  if pairs[key[0]][0].key.higher_is_better is higher and triple[3] is descriptive}
+        if chosen:
+            for (index, _), comparison in compare_many(
+                chosen, higher_is_better=higher, floor=settings.floor, confidence=settings.confidence,
+                alpha=settings.alpha, seed=settings.seed, descriptive=descriptive,
+            ).items():
+                compared[index].append(comparison)
+    return [sorted(sizes, key=lambda c: (c.size is not None, c.size or 0)) for sizes in compared]
+
+
 def answer(rows: dict[RowKey, Row], settings: Settings = Settings()) -> list[Answer]:
     """Every row's answer against the system baseline and, where it differs, the same-stack one."""
     plans: list[tuple[Row, str, Row | None, bool]] = []
+    index = _system_index(rows)
     for row in sorted(rows.values(), key=lambda row: row.key):
-        system = _system_baseline(row, rows)
+        system = _system_baseline(row, index)
         if system is row or (_is_system(row) and row.key.variant == row.variant_baseline):
             continue  # the baseline itself
         plans.append((row, SYSTEM, system, False))
@@ -151,25 +195,11 @@ def answer(rows: dict[RowKey, Row], settings: Settings = Settings()) -> list[Ans
             elif is_system:
                 plans[-1] = (row, SYSTEM, system, True)
 
-    pairs = {}
-    for index, (row, _, baseline, _) in enumerate(plans):
-        if baseline is None or row.launches == 0 or baseline.launches == 0:
-            continue
-        for size, values in row.figures.items():
-            if size in baseline.figures:
-                pairs[(index, size)] = (values, baseline.figures[size], size)
-    compared = {True: {}, False: {}}
-    for higher in (True, False):
-        chosen = {key: triple for key, triple in pairs.items() if plans[key[0]][0].key.higher_is_better is higher}
-        if chosen:
-            compared[higher] = compare_many(chosen, higher_is_better=higher, floor=settings.floor,
-                                            confidence=settings.confidence, alpha=settings.alpha, seed=settings.seed)
-
+    compared = compare_pairs([(row, baseline) for row, _, baseline, _ in plans], settings)
     answers = []
     for index, (row, kind, baseline, same_build) in enumerate(plans):
         what = "system MPI" if kind == SYSTEM else "same-stack native"
-        sizes = sorted((c for (i, _), c in compared[row.key.higher_is_better].items() if i == index),
-                       key=lambda c: (c.size is not None, c.size or 0))
+        sizes = compared[index]
         row_class = _class_without_comparison(row, baseline, what)
         if row_class is None:
             row_class = (classify(sizes, ranges=settings.ranges, alpha=settings.alpha) if sizes

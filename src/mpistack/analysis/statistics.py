@@ -141,6 +141,7 @@ class SizeComparison:
     size: int | None = None  # message size in bytes, when the caller gave it
     confidence: float = 0.95
     too_few_launches: bool = False  # INCONCLUSIVE because a side has fewer launches than a verdict needs
+    descriptive: bool = False  # a single (published) figure on a side: the verdict is the ratio against the floor
 
 
 def smallest_p_value(n_candidate: int, n_baseline: int) -> float:
@@ -235,6 +236,7 @@ def compare_size(
     min_launches: int = MIN_LAUNCHES,
     n_resamples: int = N_RESAMPLES,
     size: int | None = None,
+    descriptive: bool = False,
 ) -> SizeComparison:
     """Compare the per-launch figures of a candidate with those of the baseline at one message size.
 
@@ -248,10 +250,12 @@ def compare_size(
     * AT_SPEED: the whole confidence interval lies inside the band, with at least ``min_launches`` per side;
     * INCONCLUSIVE otherwise, including "too few launches" (fewer than 2 on a side; or fewer than ``min_launches``
       and the exact rank test cannot reach ``p < alpha``), with ``launches_needed`` estimated.
+
+    ``descriptive``: see ``compare_many``.
     """
     (result,) = compare_sizes(
         {size: candidate}, {size: baseline}, higher_is_better=higher_is_better, floor=floor, confidence=confidence,
-        alpha=alpha, seed=seed, min_launches=min_launches, n_resamples=n_resamples,
+        alpha=alpha, seed=seed, min_launches=min_launches, n_resamples=n_resamples, descriptive=descriptive,
     )
     return result
 
@@ -279,18 +283,26 @@ def compare_many(
     seed: int = 0,
     min_launches: int = MIN_LAUNCHES,
     n_resamples: int = N_RESAMPLES,
+    descriptive: bool = False,
 ) -> dict[Hashable, SizeComparison]:
     """``compare_size`` for many (candidate, baseline, size) triples at once, keyed as given: the sizes of one row,
     or of every row of a campaign.
 
     Comparisons with the same number of launches on each side (the usual case: every launch sweeps every size)
     share one bootstrap draw and one batched rank test, so a whole campaign costs a few array operations.
+
+    ``descriptive`` is for published references, which give one figure per size (an OSU table): no interval and
+    no test is possible, and without this flag such a size is INCONCLUSIVE ("too few launches"). With it, a size
+    with a single figure on a side is judged by its ratio against the parity band alone (SLOWER below it, FASTER
+    above, AT_SPEED inside; against repeats, the ratio uses their median), with ``p_value`` NaN and
+    ``descriptive`` set. Never set it for campaign runs on both sides: a missing repeat there is a flaw to fix, not
+    a figure to describe.
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    settings = _Settings(higher_is_better, floor, confidence, alpha, min_launches)
+    settings = _Settings(higher_is_better, floor, confidence, alpha, min_launches, descriptive)
     batches: dict[tuple[int, int], list] = {}
     for key, (c, b, _) in pairs.items():
         batches.setdefault((len(c), len(b)), []).append(key)
@@ -318,6 +330,7 @@ class _Settings:
     confidence: float
     alpha: float
     min_launches: int
+    descriptive: bool = False
 
 
 @functools.lru_cache(maxsize=256)
@@ -331,7 +344,7 @@ def _median_selector(n: int, n_resamples: int, seed: int) -> np.ndarray:
     comparison: the bootstrap of a whole campaign is one matrix product per side.
     """
     drawn = np.sort(np.random.default_rng(seed).integers(0, n, size=(n_resamples, n)), axis=1)
-    selector = np.zeros((n, n_resamples))
+    selector = np.zeros((n, n_resamples), dtype=np.float32)
     columns = np.arange(n_resamples)
     np.add.at(selector, (drawn[:, (n - 1) // 2], columns), 0.5)
     np.add.at(selector, (drawn[:, n // 2], columns), 0.5)
@@ -351,10 +364,12 @@ def _ratio_intervals(c: np.ndarray, b: np.ndarray, settings: _Settings, seed: in
     bottom = _median_selector(denominator.shape[1], n_resamples, seed + 1)
     tail = (1.0 - settings.confidence) / 2.0
     out: list[tuple[float, float]] = []
+    # single precision: the interval is reported to 3 digits, and it halves the cost of a million-result report
+    numerator, denominator = np.sort(numerator, axis=1).astype(np.float32), np.sort(denominator, axis=1).astype(np.float32)
     for start in range(0, len(numerator), _CHUNK):
-        ratios = np.sort(numerator[start:start + _CHUNK], axis=1) @ top
-        ratios /= np.sort(denominator[start:start + _CHUNK], axis=1) @ bottom
-        lows, highs = np.quantile(ratios, [tail, 1.0 - tail], axis=1)
+        ratios = numerator[start:start + _CHUNK] @ top
+        ratios /= denominator[start:start + _CHUNK] @ bottom
+        lows, highs = np.quantile(ratios, [tail, 1.0 - tail], axis=1, overwrite_input=True)
         out += zip(lows.tolist(), highs.tolist())
     return out
 
@@ -376,6 +391,8 @@ def _judge(counts: tuple[int, int], medians: tuple[float, float], interval: tupl
         confidence=settings.confidence,
     )
 
+    if settings.descriptive and min(n_c, n_b) == 1:
+        return _describe(common, band, floor_text)
     if n_c < 2 or n_b < 2:
         return SizeComparison(
             **common, ci_low=math.nan, ci_high=math.nan, p_value=1.0, p_value_faster=1.0,
@@ -428,4 +445,25 @@ def _judge(counts: tuple[int, int], medians: tuple[float, float], interval: tupl
         **common, ci_low=ci_low, ci_high=ci_high, p_value=p_worse, p_value_faster=p_better,
         verdict=verdict, reason=reason, launches_needed=needed,
         too_few_launches=verdict is Verdict.INCONCLUSIVE and not enough,
+    )
+
+
+def _describe(common: dict, band: tuple[float, float], floor_text: str) -> SizeComparison:
+    """The verdict of a size with a single (published) figure on a side: its ratio against the parity band, with
+    no interval and no p-value, and a reason that says so."""
+    ratio, n_c, n_b = common["ratio"], common["n_candidate"], common["n_baseline"]
+    if n_c == n_b == 1:
+        what = "single published figures"
+    else:
+        what = (f"the median of {n_c} launches against a single published figure" if n_c > 1
+                else f"a single published figure against the median of {n_b} launches")
+    if ratio < band[0]:
+        verdict, where = Verdict.SLOWER, f"slower beyond the {floor_text} floor"
+    elif ratio > band[1]:
+        verdict, where = Verdict.FASTER, f"faster beyond the {floor_text} floor"
+    else:
+        verdict, where = Verdict.AT_SPEED, f"within the {floor_text} floor"
+    return SizeComparison(
+        **common, ci_low=math.nan, ci_high=math.nan, p_value=math.nan, p_value_faster=math.nan, verdict=verdict,
+        reason=f"{what}, no test of significance: {_fmt(ratio)}×, {where}", launches_needed=None, descriptive=True,
     )

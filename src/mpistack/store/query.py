@@ -29,7 +29,8 @@ _RESULT_KEYS = {"benchmark": _RESULTS.benchmark, "size": _RESULTS.size, "metric"
 _RUN_KEYS = {"status": _RUNS.status, "stack": _RUNS.stack, "approach": _RUNS.approach, "launcher": _RUNS.launcher,
              "ranks": _RUNS.ranks, "nodes": _RUNS.nodes, "device": _RUNS.device, "buffers": _RUNS.buffers,
              "suite": _RUNS.benchmark_suite, "campaign": _RUNS.campaign_id, "incomplete": _RUNS.incomplete,
-             "libfabric_provider": _RUNS.libfabric_provider, "image_digest": _RUNS.image_digest}
+             "libfabric_provider": _RUNS.libfabric_provider, "image_digest": _RUNS.image_digest,
+             "benchmark": _RUNS.benchmark, "run": _RUNS.id}  # the last two: when runs are selected on their own
 _NUMERIC_KEYS = {"size", "value", "iterations", "run", "ranks", "nodes", "campaign"}
 
 # Fields of every output row, in order; tags follow.
@@ -157,24 +158,45 @@ def launch_evidence(engine: Engine, filters: list[Where] | None = None) -> tuple
     run_columns = [_RUNS.id.label("run"), _RUNS.campaign_id.label("campaign"), _RUNS.benchmark, _RUNS.status,
                    _RUNS.stack, _RUNS.approach, _RUNS.ranks, _RUNS.nodes, _RUNS.buffers, _RUNS.message,
                    _RUNS.mpi_library_version, _RUNS.libfabric_version, _RUNS.libfabric_provider, _RUNS.source]
-    statement = select(*run_columns)
+    conditions = []
     for where in filters or []:
         if where.key in _RESULT_KEYS and where.key != "benchmark":
             raise WhereError(f"--where {where.key}: the analysis selects runs; filter on a run field or a tag")
-        statement = statement.where(where.clause(run_id=_RUNS.id, result_keys=False))
-    runs, tags = _fetch(engine, statement.order_by(_RUNS.id), None)
-    by_id = {}
-    for row in runs:
-        row["tags"] = tags.get(row["run"], {})
-        by_id[row["run"]] = row
+        conditions.append(where.clause(run_id=_RUNS.id, result_keys=False))
     figure = func.coalesce(_RESULTS.median, _RESULTS.value)
-    results: list[tuple] = []
-    ids = sorted(by_id)
+    with engine.connect() as connection:
+        by_id = {row["run"]: {**row, "tags": {}} for row in connection.execute(
+            select(*run_columns).where(*conditions).order_by(_RUNS.id)).mappings()}
+        # joins on the same conditions, not IN lists of ids; the driver's plain tuples, not a Row object each
+        shown = RunTagRow.__table__.alias("shown")  # tag filters correlate with run_tags itself
+        for run_id, key, value in connection.execute(
+            select(shown.c.run_id, shown.c.key, shown.c.value).join(RunRow.__table__, _RUNS.id == shown.c.run_id)
+            .where(*conditions)
+        ).cursor.fetchall():
+            by_id[run_id]["tags"][key] = value
+        results = connection.execute(
+            select(_RESULTS.run_id, _RESULTS.benchmark, _RESULTS.size, _RESULTS.metric, figure)
+            .join(RunRow.__table__, _RUNS.id == _RESULTS.run_id).where(*conditions)
+        ).cursor.fetchall()
+    return by_id, results
+
+
+# Run columns a report shows as a run's provenance.
+PROVENANCE_FIELDS = ("run", "stack", "approach", "launcher", "command", "environment", "benchmark_suite",
+                     "mpi_library_version", "libfabric_version", "libfabric_provider", "image_digest", "hosts",
+                     "tool_version", "started_at")
+
+
+def run_provenance(engine: Engine, run_ids: list[int]) -> dict[int, dict]:
+    """Provenance of the given runs (command, environment, MPI library version, image digest, hosts, ...) by id,
+    read in one query per 5000 ids."""
+    columns = [_RUNS.id.label("run"), _RUNS.stack, _RUNS.approach, _RUNS.launcher, _RUNS.command, _RUNS.environment,
+               _RUNS.benchmark_suite, _RUNS.mpi_library_version, _RUNS.libfabric_version, _RUNS.libfabric_provider,
+               _RUNS.image_digest, _RUNS.hosts, _RUNS.tool_version, _RUNS.started_at]
+    out: dict[int, dict] = {}
+    ids = sorted(set(run_ids))
     with engine.connect() as connection:
         for start in range(0, len(ids), 5000):  # stay under bound-parameter limits
-            chunk = ids[start:start + 5000]
-            results += connection.execute(
-                select(_RESULTS.run_id, _RESULTS.benchmark, _RESULTS.size, _RESULTS.metric, figure)
-                .where(_RESULTS.run_id.in_(chunk))
-            ).all()
-    return by_id, results
+            for row in connection.execute(select(*columns).where(_RUNS.id.in_(ids[start:start + 5000]))):
+                out[row.run] = dict(row._mapping)
+    return out
