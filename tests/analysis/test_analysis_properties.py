@@ -70,15 +70,16 @@ def test_scaling_both_sides_by_a_power_of_two_changes_nothing(candidate, baselin
 @given(noisy, noisy, st.booleans(), st.floats(1e-3, 1e3), st.integers(0, 2**31))
 def test_scaling_both_sides_by_any_constant_keeps_the_verdict(candidate, baseline, higher_is_better, scale, seed):
     """Any positive constant: the same verdict, unless rounding puts the ratio or an interval end on a boundary
-    of the parity band (then only a last-digit difference separates the two)."""
+    of the parity band (then only a last-digit difference separates the two). Interval ends are computed in
+    single precision (see statistics._ratio_intervals), so they agree to its rounding."""
     floor = NO_ABSOLUTE
     first = compare_size(candidate, baseline, higher_is_better=higher_is_better, floor=floor, seed=seed)
     scaled = compare_size([scale * v for v in candidate], [scale * v for v in baseline],
                           higher_is_better=higher_is_better, floor=floor, seed=seed)
     assert math.isclose(scaled.ratio, first.ratio, rel_tol=1e-12)
-    assert math.isclose(scaled.ci_low, first.ci_low, rel_tol=1e-12)
-    assert math.isclose(scaled.ci_high, first.ci_high, rel_tol=1e-12)
-    on_edge = any(math.isclose(x, edge, rel_tol=1e-9) for x in (first.ratio, first.ci_low, first.ci_high)
+    assert math.isclose(scaled.ci_low, first.ci_low, rel_tol=1e-6)
+    assert math.isclose(scaled.ci_high, first.ci_high, rel_tol=1e-6)
+    on_edge = any(math.isclose(x, edge, rel_tol=1e-6) for x in (first.ratio, first.ci_low, first.ci_high)
                   for edge in (first.floor_low, first.floor_high))
     assume(not on_edge)
     assert scaled.verdict is first.verdict

@@ -177,17 +177,23 @@ def adjust_for_sizes(comparisons: Sequence[SizeComparison], *, alpha: float = 0.
     Hochberg 1995) over the row's sizes; a SLOWER (FASTER) size whose adjusted p is not below ``alpha`` becomes
     INCONCLUSIVE, with its reason saying so and ``launches_needed`` estimated. When every size is at speed, a row
     is then called slower at most about ``alpha`` of the time.
+
+    Descriptive comparisons (single published figures, ``SizeComparison.descriptive``) have no p-value to adjust:
+    they are kept as they are and take no part in the adjustment of the others.
     """
-    if not comparisons:
-        return []
+    tested = [index for index, c in enumerate(comparisons) if not c.descriptive]
+    if not tested:
+        return list(comparisons)
 
     def adjusted(ps: list[float]):  # a p-value that was not computed (nan) is no evidence: 1
         return stats.false_discovery_control([1.0 if math.isnan(p) else p for p in ps], method="bh")
 
-    adjusted_worse = adjusted([c.p_value for c in comparisons])
-    adjusted_better = adjusted([c.p_value_faster for c in comparisons])
+    adjusted_worse = adjusted([comparisons[index].p_value for index in tested])
+    adjusted_better = adjusted([comparisons[index].p_value_faster for index in tested])
+    adjusted_p = dict(zip(tested, zip(adjusted_worse, adjusted_better)))
     out = []
-    for c, p_worse, p_better in zip(comparisons, adjusted_worse, adjusted_better):
+    for index, c in enumerate(comparisons):
+        p_worse, p_better = adjusted_p.get(index, (0.0, 0.0))  # descriptive: kept as it is
         p = p_worse if c.verdict is Verdict.SLOWER else p_better if c.verdict is Verdict.FASTER else 0.0
         if p < alpha:
             out.append(c)
@@ -236,15 +242,17 @@ def classify(
     faster = [c.size for c in ordered if c.verdict is Verdict.FASTER]
     open_ = [c for c in ordered if c.verdict is Verdict.INCONCLUSIVE]
     common = dict(inconclusive=[c.size for c in open_], faster=faster, unconfirmed=unconfirmed)
-    unconfirmed_note = (
+    notes = (
         f"; {_list_sizes(ordered, unconfirmed)} not confirmed across the {total} sizes" if unconfirmed else ""
     )
+    if any(c.descriptive for c in ordered):
+        notes += "; descriptive: single published figures, no test of significance"
 
     if slow:
         reason = "slower at " + "; ".join(r.describe() for r in slow)
         if open_:
             reason += f"; inconclusive at {len(open_)} of {total} sizes"
-        return RowClass("(Y)", slow, reason + unconfirmed_note, **common)
+        return RowClass("(Y)", slow, reason + notes, **common)
 
     faster_note = ""
     if faster:
@@ -252,13 +260,14 @@ def classify(
         faster_note = f"; faster at {_list_sizes(ordered, faster)} ({best.ratio:.2g}× best at {format_size(best.size)})"
     if not open_:
         span = format_sizes([sizes[0], sizes[-1]]) if total > 1 else format_size(sizes[0])
-        return RowClass("Y", [], f"at native speed at all {total} sizes ({span}){faster_note}", **common)
+        return RowClass("Y", [], f"at native speed at all {total} sizes ({span}){faster_note}{notes}",
+                        **common)
 
     leaning = [c for c in open_ if c.ratio < c.floor_low]
     if not leaning and len(open_) <= max_inconclusive * total:
         reason = (
             f"at native speed at {total - len(open_)} of {total} sizes; inconclusive at "
-            f"{_list_sizes(ordered, common['inconclusive'])} (none leaning slower){faster_note}{unconfirmed_note}"
+            f"{_list_sizes(ordered, common['inconclusive'])} (none leaning slower){faster_note}{notes}"
         )
         return RowClass("Y", [], reason, **common)
 
@@ -279,7 +288,7 @@ def classify(
         more = max(needed - current, 1)
         settles = "it" if len(open_) == 1 else "half of them"
         reason += f": ~{more} more launches per side would settle {settles}"
-    return RowClass("?", [], reason + unconfirmed_note, launches_needed=needed, **common)
+    return RowClass("?", [], reason + notes, launches_needed=needed, **common)
 
 
 def _launches_to_settle(open_: Sequence[SizeComparison]) -> int | None:

@@ -35,3 +35,38 @@ def finished_case_keys(database: Engine, campaign_id: int) -> set[str]:
             select(RunTagRow.value).join(RunRow, RunRow.id == RunTagRow.run_id)
             .where(RunRow.campaign_id == campaign_id, RunTagRow.key == "case", RunRow.status.in_(statuses))
         ).scalars())
+
+
+def newest_campaign(database: Engine) -> int | None:
+    """The id of the newest campaign in the store, whatever its name, or None."""
+    with database.connect() as connection:
+        return connection.execute(select(CampaignRow.id).order_by(CampaignRow.id.desc()).limit(1)).scalar()
+
+
+def campaign_name(database: Engine, campaign_id: int) -> str | None:
+    """The name of a campaign, or None when there is no campaign of that id."""
+    with database.connect() as connection:
+        return connection.execute(select(CampaignRow.name).where(CampaignRow.id == campaign_id)).scalar()
+
+
+def campaign_record(database: Engine, campaign_id: int) -> dict | None:
+    """The campaign's id, name and creation time, or None when there is no such campaign."""
+    with database.connect() as connection:
+        row = connection.execute(select(CampaignRow.id, CampaignRow.name, CampaignRow.created_at)
+                                 .where(CampaignRow.id == campaign_id)).first()
+    return dict(row._mapping) if row else None
+
+
+def earlier_campaigns(database: Engine, campaign_id: int, limit: int) -> list[dict]:
+    """Up to ``limit`` campaigns of the same name recorded before this one, newest first (id, name, created_at):
+    the history a campaign's results are checked against for regressions."""
+    current = campaign_record(database, campaign_id)
+    if current is None or limit < 1:
+        return []
+    with database.connect() as connection:
+        rows = connection.execute(
+            select(CampaignRow.id, CampaignRow.name, CampaignRow.created_at)
+            .where(CampaignRow.name == current["name"], CampaignRow.id < campaign_id)
+            .order_by(CampaignRow.id.desc()).limit(limit)
+        )
+        return [dict(row._mapping) for row in rows]

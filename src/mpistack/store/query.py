@@ -160,7 +160,7 @@ def launch_evidence(engine: Engine, filters: list[Where] | None = None) -> tuple
                    _RUNS.mpi_library_version, _RUNS.libfabric_version, _RUNS.libfabric_provider, _RUNS.source]
     conditions = []
     for where in filters or []:
-        if where.key in _RESULT_KEYS and where.key != "benchmark":
+        if where.key in _RESULT_KEYS and where.key not in _RUN_KEYS:
             raise WhereError(f"--where {where.key}: the analysis selects runs; filter on a run field or a tag")
         conditions.append(where.clause(run_id=_RUNS.id, result_keys=False))
     figure = func.coalesce(_RESULTS.median, _RESULTS.value)

@@ -1,0 +1,111 @@
+"""Regressions: a case in one campaign against the earlier campaigns of the same name."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpistack.analysis.regressions import (
+    CampaignRef,
+    CampaignRows,
+    find_regressions,
+    regressions_in,
+)
+from mpistack.analysis.evidence import Row, RowKey
+from mpistack.store import open_database
+
+from .synthetic import SIZES, latency_curve, record_campaign
+
+LARGE = 512 * 1024
+
+
+def slower_from(limit: int, factor: float):
+    return lambda size: factor if size >= limit else 1.0
+
+
+def history_then(engine, current_scale, *, benchmark="bw", name="nightly", drift=0.02):
+    """Five campaigns of one case whose level wanders by ``drift`` from campaign to campaign, then one more
+    scaled by ``current_scale``; returns the last campaign's id."""
+    for index, level in enumerate([1.0, 1.0 + drift, 1.0 - drift, 1.0 + drift / 2, 1.0 - drift / 2]):
+        record_campaign(engine, name, stack="debian-mpich", approach="container", benchmark=benchmark,
+                        scale=lambda size, level=level: level, seed=index)
+    return record_campaign(engine, name, stack="debian-mpich", approach="container", benchmark=benchmark,
+                           scale=current_scale, seed=99)
+
+
+@pytest.fixture
+def engine(tmp_path):
+    return open_database(str(tmp_path / "history.db"))
+
+
+def test_a_campaign_thirty_percent_slower_at_large_sizes_is_flagged_there(engine):
+    current = history_then(engine, slower_from(LARGE, 0.7))
+    (regression,) = find_regressions(engine, current)
+    assert [list(run.sizes) for run in regression.ranges] == [[size for size in SIZES if size >= LARGE]]
+    assert regression.worst.ratio == pytest.approx(0.7, abs=0.05)
+    assert regression.campaign.id == current and regression.campaign.name == "nightly"
+    assert regression.campaign.created_at is not None
+    assert [ref.id for ref in regression.history] == [current - 1, current - 2, current - 3, current - 4,
+                                                      current - 5]
+    assert all(drop.p_value < 0.05 and drop.history_launches == 40 for drop in regression.drops)
+    text = regression.describe()
+    assert "512 KiB–4 MiB" in text and f"campaign {current} (nightly" in text
+    as_dict = regression.to_dict()
+    assert as_dict["ranges"][0]["sizes"][0] == LARGE and as_dict["campaign"]["id"] == current
+    assert as_dict["benchmark"] == "bw" and len(as_dict["history"]) == 5
+
+
+def test_a_campaign_within_its_history_noise_flags_nothing(engine):
+    current = history_then(engine, lambda size: 0.985)
+    assert find_regressions(engine, current) == []
+
+
+def test_a_noisy_history_absorbs_a_drop_beyond_the_floor(engine):
+    """15% below the median is beyond the 10% floor, but campaigns of this case wander by as much."""
+    current = history_then(engine, lambda size: 0.85, drift=0.15)
+    assert find_regressions(engine, current) == []
+
+
+def test_a_faster_campaign_is_no_regression(engine):
+    current = history_then(engine, lambda size: 1.3)
+    assert find_regressions(engine, current) == []
+
+
+def test_only_the_last_campaigns_of_the_same_name_are_history(engine):
+    record_campaign(engine, "other", stack="debian-mpich", approach="container", benchmark="bw",
+                    scale=lambda size: 2.0)  # another name: never history
+    current = history_then(engine, slower_from(LARGE, 0.7))
+    (regression,) = find_regressions(engine, current, history=3)
+    assert [ref.id for ref in regression.history] == [current - 1, current - 2, current - 3]
+    assert all(ref.name == "nightly" for ref in regression.history)
+    assert find_regressions(engine, current, history=2) == []  # too short a history for a spread
+
+
+def _row(campaign: int, figures_per_launch: list[dict[int, float]], metric="latency") -> Row:
+    key = RowKey(f"campaign {campaign}", "debian-mpich", "container", "default", metric, metric, 2, 1, "H-H")
+    row = Row(key, "image", "mpich", launches=len(figures_per_launch))
+    for launch in figures_per_launch:
+        for size, value in launch.items():
+            row.figures.setdefault(size, []).append(value)
+    return row
+
+
+def _campaign(campaign: int, factor: float, *, jitter: float = 0.01) -> CampaignRows:
+    launches = [{size: latency_curve(size) * factor * (1 + jitter * ((i % 3) - 1)) for size in (1, 2, 4, 8)}
+                for i in range(6)]
+    row = _row(campaign, launches)
+    return CampaignRows(CampaignRef(campaign, "nightly"), {row.key: row})
+
+
+def test_the_core_works_on_rows_and_orients_times():
+    """Latencies: higher is worse. A 1.5x longer latency is a drop; the same figures shorter are not."""
+    history = [_campaign(campaign, factor) for campaign, factor in ((5, 1.0), (4, 1.02), (3, 0.98), (2, 1.01))]
+    (regression,) = regressions_in(_campaign(6, 1.5), history)
+    assert [list(run.sizes) for run in regression.ranges] == [[1, 2, 4, 8]]
+    assert regression.worst.ratio == pytest.approx(1 / 1.5, rel=0.02)
+    assert regressions_in(_campaign(6, 0.7), history) == []
+
+
+def test_an_unrelated_case_has_no_history():
+    history = [_campaign(campaign, 1.0) for campaign in (5, 4, 3, 2)]
+    other = _row(6, [{1: 9.0}] * 6, metric="bandwidth")
+    assert regressions_in(CampaignRows(CampaignRef(6, "nightly"), {other.key: other}), history) == []
