@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..spec.campaign import AnalysisEntry
-from .classes import RowClass, SizeRanges, classify, failed_class, format_size, untested_class
+from .classes import RowClass, SizeRanges, adjusted_p_values, classify, failed_class, format_size, untested_class
 from .evidence import Row, RowKey
 from .statistics import DEFAULT_FLOOR, PracticalFloor, SizeComparison, compare_many
 
@@ -179,6 +179,18 @@ def compare_pairs(pairs: Sequence[tuple[Row, Row | None]],
     return [sorted(sizes, key=lambda c: (c.size is not None, c.size or 0)) for sizes in compared]
 
 
+def _adjusted_per_row(compared: list[list[SizeComparison]]) -> list[tuple[list[float], list[float]] | None]:
+    """Each tested row's Benjamini-Hochberg adjusted (worse, better) p-values, all rows in one batch; None for
+    rows that ``classify`` adjusts itself (descriptive or empty ones)."""
+    tested = [index for index, sizes in enumerate(compared) if sizes and not any(c.descriptive for c in sizes)]
+    flat = adjusted_p_values([[c.p_value for c in compared[index]] for index in tested]
+                             + [[c.p_value_faster for c in compared[index]] for index in tested])
+    out: list[tuple[list[float], list[float]] | None] = [None] * len(compared)
+    for position, index in enumerate(tested):
+        out[index] = (flat[position], flat[len(tested) + position])
+    return out
+
+
 def answer(rows: dict[RowKey, Row], settings: Settings = Settings()) -> list[Answer]:
     """Every row's answer against the system baseline and, where it differs, the same-stack one."""
     plans: list[tuple[Row, str, Row | None, bool]] = []
@@ -196,14 +208,15 @@ def answer(rows: dict[RowKey, Row], settings: Settings = Settings()) -> list[Ans
                 plans[-1] = (row, SYSTEM, system, True)
 
     compared = compare_pairs([(row, baseline) for row, _, baseline, _ in plans], settings)
+    adjusted = _adjusted_per_row(compared)
     answers = []
     for index, (row, kind, baseline, same_build) in enumerate(plans):
         what = "system MPI" if kind == SYSTEM else "same-stack native"
         sizes = compared[index]
         row_class = _class_without_comparison(row, baseline, what)
         if row_class is None:
-            row_class = (classify(sizes, ranges=settings.ranges, alpha=settings.alpha) if sizes
-                         else untested_class("no message size in common with the baseline"))
+            row_class = (classify(sizes, ranges=settings.ranges, alpha=settings.alpha, adjusted=adjusted[index])
+                         if sizes else untested_class("no message size in common with the baseline"))
         if row.failures and row.launches:
             row_class = RowClass(row_class.label, row_class.slow,
                                  f"{row_class.reason}; {len(row.failures)} other launch(es) failed: {row.failures[0]}",

@@ -19,6 +19,7 @@ import statistics as _stdlib_statistics
 from dataclasses import dataclass, field
 from typing import Collection, Hashable, Iterable, Literal, Sequence
 
+import numpy as np
 from scipy import stats
 
 from .statistics import SizeComparison, Verdict, launches_needed
@@ -169,14 +170,33 @@ def _list_sizes(ordered: Sequence[SizeComparison], sizes: Collection) -> str:
     return ", ".join(format_sizes(run) for run in merge_adjacent([c.size for c in ordered], sizes))
 
 
-def adjust_for_sizes(comparisons: Sequence[SizeComparison], *, alpha: float = 0.05) -> list[SizeComparison]:
+def adjusted_p_values(rows: Sequence[Sequence[float]]) -> list[list[float]]:
+    """Benjamini-Hochberg adjusted p-values of each row of p-values (``scipy.stats.false_discovery_control``); rows
+    of one length go through one batched call, which is what keeps a million-result report fast. A p-value that
+    was not computed (nan) is no evidence: 1."""
+    out: list[list[float]] = [[] for _ in rows]
+    by_length: dict[int, list[int]] = {}
+    for index, row in enumerate(rows):
+        if row:
+            by_length.setdefault(len(row), []).append(index)
+    for indices in by_length.values():
+        batch = np.nan_to_num(np.array([rows[index] for index in indices], dtype=float), nan=1.0)
+        adjusted = stats.false_discovery_control(batch, axis=-1, method="bh")
+        for index, values in zip(indices, adjusted.tolist()):
+            out[index] = values
+    return out
+
+
+def adjust_for_sizes(comparisons: Sequence[SizeComparison], *, alpha: float = 0.05,
+                     adjusted: tuple[Sequence[float], Sequence[float]] | None = None) -> list[SizeComparison]:
     """Confirm SLOWER and FASTER verdicts across the sizes of one row (Benjamini-Hochberg).
 
     Each size's verdict comes from its own test at level ``alpha``; a row of 23 sizes gives 23 chances for a
     false one. The one-sided p-values are adjusted with ``scipy.stats.false_discovery_control`` (Benjamini &
     Hochberg 1995) over the row's sizes; a SLOWER (FASTER) size whose adjusted p is not below ``alpha`` becomes
     INCONCLUSIVE, with its reason saying so and ``launches_needed`` estimated. When every size is at speed, a row
-    is then called slower at most about ``alpha`` of the time.
+    is then called slower at most about ``alpha`` of the time. ``adjusted`` passes the adjusted (worse, better)
+    p-values of the tested sizes when the caller computed them in a batch (``adjusted_p_values``).
 
     Descriptive comparisons (single published figures, ``SizeComparison.descriptive``) have no p-value to adjust:
     they are kept as they are and take no part in the adjustment of the others.
@@ -185,11 +205,10 @@ def adjust_for_sizes(comparisons: Sequence[SizeComparison], *, alpha: float = 0.
     if not tested:
         return list(comparisons)
 
-    def adjusted(ps: list[float]):  # a p-value that was not computed (nan) is no evidence: 1
-        return stats.false_discovery_control([1.0 if math.isnan(p) else p for p in ps], method="bh")
-
-    adjusted_worse = adjusted([comparisons[index].p_value for index in tested])
-    adjusted_better = adjusted([comparisons[index].p_value_faster for index in tested])
+    if adjusted is None:
+        adjusted = tuple(adjusted_p_values([[comparisons[index].p_value for index in tested],
+                                            [comparisons[index].p_value_faster for index in tested]]))
+    adjusted_worse, adjusted_better = adjusted
     adjusted_p = dict(zip(tested, zip(adjusted_worse, adjusted_better)))
     out = []
     for index, c in enumerate(comparisons):
@@ -212,6 +231,7 @@ def classify(
     max_inconclusive: float = MAX_INCONCLUSIVE,
     adjust: bool = True,
     alpha: float = 0.05,
+    adjusted: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> RowClass:
     """The row's class from its per-size comparisons (one per size; ``size`` set on each, or one sizeless).
 
@@ -234,7 +254,7 @@ def classify(
         raise ValueError(f"one comparison per size expected, got sizes {sizes}")
     unconfirmed: list[int | None] = []
     if adjust:
-        confirmed = adjust_for_sizes(ordered, alpha=alpha)
+        confirmed = adjust_for_sizes(ordered, alpha=alpha, adjusted=adjusted)
         unconfirmed = [a.size for a, b in zip(ordered, confirmed) if a.verdict is not b.verdict]
         ordered = confirmed
     total = len(ordered)
