@@ -8,13 +8,15 @@ DB ?= mpistack.db
 # CI sets CI=true: bench builds then fail on any warning
 WERROR := $(if $(filter true,$(CI)),1,0)
 
-.PHONY: run test host venv bench bench-store bench-recipes bench-build lint clean help
+.PHONY: run test host venv bench bench-store bench-recipes bench-report agreement bench-build lint clean help
 
 help:
 	@echo "make run          set up this machine, then run the default job"
 	@echo "make test         set up this machine, then run every test"
 	@echo "make bench-store  ingest and query speed of the results store"
 	@echo "make bench-recipes  catalogue render time and cached image builds"
+	@echo "make bench-report  analysis and report time over one million stored results"
+	@echo "make agreement    the default campaign 3 times: how often the classes agree"
 	@echo "make -C bench sweep   mpistack-bench sweep speed (one launch, adaptive vs OSU-style)"
 
 host:
@@ -47,7 +49,14 @@ bench-store: host venv
 bench-recipes: host venv
 	$(VPY) benchmarks/recipes_speed.py
 
-bench: bench-store bench-recipes
+bench-report: host venv
+	$(VPY) benchmarks/report_speed.py
+
+# Three back-to-back runs of the default campaign into agreement.db, then the share of rows whose class agrees.
+agreement: host venv
+	$(VPY) benchmarks/agreement.py examples/local.toml --runs 3 --db agreement.db
+
+bench: bench-store bench-recipes bench-report
 	$(MAKE) -C bench sweep
 
 lint: venv
