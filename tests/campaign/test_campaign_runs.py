@@ -43,6 +43,11 @@ def case_tags(db):
             "SELECT value FROM run_tags WHERE key = 'case' ORDER BY run_id")]
 
 
+def run_tags(db, run_id):
+    with sqlite3.connect(db) as connection:
+        return dict(connection.execute("SELECT key, value FROM run_tags WHERE run_id = ?", (run_id,)))
+
+
 @needs_mpich
 def test_native_campaign_stores_results_with_provenance(tmp_path):
     db = tmp_path / "r.db"
@@ -92,7 +97,7 @@ name = "latency"
     started = time.monotonic()
     mpistack("run", path, "--db", db)
     assert time.monotonic() - started < 60
-    stored = runs(db)
+    stored = sorted(runs(db), key=lambda run: run["benchmark"])
     assert [(run["benchmark"], run["status"]) for run in stored] == [("hang", "timeout"), ("latency", "ok")]
     assert "killed after 3 s" in stored[0]["message"]
     leftovers = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True).stdout
@@ -245,3 +250,45 @@ host = "mpich"
     mpistack("run", path, "--db", db)
     assert [run["command"] for run in runs(db)] == planned
     assert all(".cache/mpistack/work/dry/" in command for command in planned)
+
+
+def _wheel_from_pypi_or_skip(tmp_path):
+    """The pip-mpich wheel comes from PyPI (or the index pip is configured with) unless it is installed."""
+    from mpistack.images.host_venv import wheel_installed
+    from mpistack.spec import catalogue
+    if wheel_installed(catalogue.load("pip-mpich")):
+        return
+    probe = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                            "-d", str(tmp_path / "probe"), "mpich==4.3.2"], capture_output=True, text=True, timeout=300)
+    if probe.returncode != 0:
+        pytest.skip(f"the mpich 4.3.2 wheel cannot be downloaded here: {probe.stderr.strip()[-300:]}")
+
+
+@needs_mpich
+@pytest.mark.slow
+def test_a_pip_stack_runs_natively_with_its_own_wheel_installed_once(tmp_path):
+    _wheel_from_pypi_or_skip(tmp_path)
+    db = tmp_path / "r.db"
+    path = campaign_file(tmp_path, f"""
+approaches = ["native"]
+benchmark_options = {SMALL}
+benchmarks = ["latency"]
+[[stack]]
+name = "pip-mpich"
+[[stack]]
+name = "host-mpich"
+host = "mpich"
+""", name="wheel")
+    mpistack("run", path, "--db", db)
+    stored = {run["stack"]: run for run in runs(db)}
+    assert {stack: run["status"] for stack, run in stored.items()} == {"pip-mpich": "ok", "host-mpich": "ok"}
+    wheel = stored["pip-mpich"]
+    assert "MPICH Version:      4.3.2" in wheel["mpi_library_version"]
+    assert "/mpistack/native/mpich-4.3.2/venv/bin/mpiexec -n 2 " in wheel["command"]
+    assert run_tags(db, wheel["id"])["origin"] == "venv"
+    assert run_tags(db, stored["host-mpich"]["id"])["origin"] == "host"
+    bench = wheel["command"].split()[3]
+    built = os.stat(bench).st_mtime_ns
+    again = mpistack("run", path, "--db", db).stdout
+    assert "installing" not in again and os.stat(bench).st_mtime_ns == built  # neither installed nor rebuilt
+

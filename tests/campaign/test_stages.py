@@ -115,7 +115,8 @@ def test_a_stack_whose_image_cannot_be_had_fails_its_cases_only(tmp_path):
 
     campaign = load_campaign_text('name = "m"\napproaches = ["native", "container"]\nbenchmarks = ["latency"]\n'
                                   'benchmark_options = ["-m", "1:8", "-i", "10", "-x", "1"]\n'
-                                  '[[stack]]\nname = "host-mpich"\nhost = "mpich"\n[[stack]]\nname = "pip-mpich"\n')
+                                  '[[stack]]\nname = "host-mpich"\nhost = "mpich"\n[[stack]]\nname = "pip-mpich"\n'
+                                  '[[exclude]]\nstack = "pip-mpich"\napproach = "native"\n')  # see test_native_wheel.py
     stacks = resolve_stacks(campaign)
     cases = expand(campaign, stacks)
     resources = planning_resources(campaign, stacks, HostFacts.probe())

@@ -49,11 +49,11 @@ approach = "native"
 """
     campaign = load_campaign_text(text)
     cases = expand(campaign, resolve_stacks(campaign))
-    # include: a case is kept when any include matches (pip-mpich matches none); exclude always wins
-    assert {case.stack.name for case in cases} == {"host-mpich", "debian-mpich"}
-    assert {case.approach.name for case in cases} == {"native", "container", "bind"}
+    # include: a case is kept when any include matches (pip-mpich by its native cases only); exclude always wins
+    assert {(case.stack.name, case.approach.name) for case in cases} == {
+        ("host-mpich", "native"), ("debian-mpich", "container"), ("debian-mpich", "bind"), ("pip-mpich", "native")}
     assert {case.repeat for case in cases} == {1, 2}
-    assert len(cases) == 3 * 2 * 2 * 2  # (native, container, bind) x 2 benchmarks x 2 buffers x 2 repeats
+    assert len(cases) == 4 * 2 * 2 * 2  # 4 (stack, approach) x 2 benchmarks x 2 buffers x 2 repeats
     skipped = {case.key: case.skip for case in cases if case.skip}
     assert skipped["host-mpich/native/latency/n4N1/H-H/r1"] == "latency runs on exactly 2 ranks"
     assert "need a GPU stack" in skipped["debian-mpich/container/allreduce/n4N1/D-D/r2"]
@@ -100,6 +100,13 @@ def test_missing_file():
 def test_the_default_campaign_is_valid(repo):
     campaign = load_campaign(repo / "examples" / "local.toml")
     cases = expand(campaign, resolve_stacks(campaign))
-    assert {case.stack.name for case in cases} == {"host-mpich", "host-openmpi", "debian-mpich", "pip-mpich"}
+    assert {case.stack.name for case in cases} == {"host-mpich", "host-openmpi", "debian-mpich", "pip-mpich",
+                                                   "pip-openmpi"}
     assert {case.benchmark.name for case in cases} == {"latency", "bw", "bibw", "allreduce", "alltoall"}
     assert all(case.placement.ranks == 2 and case.placement.nodes == 1 for case in cases)
+    # enough launches per side for a verdict, and the known loss as a variant
+    assert campaign.repeats >= 6
+    assert {(case.stack.name, case.approach.name) for case in cases if case.variant_name == "tcp"} == {
+        ("pip-mpich", "container")}
+    assert {case.stack.name for case in cases if case.approach.name == "native"} == {
+        "host-mpich", "host-openmpi", "pip-mpich", "pip-openmpi"}

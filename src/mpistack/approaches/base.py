@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engines import ContainerRun, Engine
+from ..images.host_venv import NativeBuild
 from ..launchers import LaunchPlan
 from ..runtime import presets
 from ..spec.case import Case
@@ -88,6 +89,14 @@ class Resources:
     images: dict[str, str] = field(default_factory=dict)  # stack name -> image reference
     digests: dict[str, str] = field(default_factory=dict)  # stack name -> image digest, once built
     failed_builds: dict[str, str] = field(default_factory=dict)  # stack name -> why its image is missing
+    native_bench: dict[str, NativeBuild] = field(default_factory=dict)  # pip stack name -> its wheel natively
+    failed_native: dict[str, str] = field(default_factory=dict)  # pip stack name -> why its native build is missing
+
+    def build_failure(self, case: Case) -> str | None:
+        """Why what this case runs could not be built: a pip stack's image and its native build fail apart,
+        each failing only the cases that run it."""
+        failures = self.failed_native if case.origin == "venv" else self.failed_builds
+        return failures.get(case.stack.name)
 
 
 class Approach:
@@ -112,15 +121,19 @@ def benchmark_argv(case: Case, program: str, output: Path | None, extra_options:
     return argv
 
 
-def host_launcher(mpi: str, ranks: int, binding: str) -> list[str]:
-    argv = [*HOST_LAUNCHERS[mpi], "-n", str(ranks)]
+def host_launcher(mpi: str, ranks: int, binding: str, program: str | None = None) -> list[str]:
+    """A launcher on the host: the system's (HOST_LAUNCHERS), or `program` (a wheel's mpiexec) with the
+    options of its MPI family."""
+    launcher, *options = HOST_LAUNCHERS[mpi]
+    argv = [program or launcher, *options, "-n", str(ranks)]
     if binding != "none":
         argv += ["-bind-to", binding] if mpi == "mpich" else ["--bind-to", binding]
     return argv
 
 
 def image_env(case: Case, host: HostFacts) -> dict[str, str]:
-    """The stack's runtime preset with the case's variant on top, passed into its containers."""
+    """The stack's runtime preset with the case's variant on top: passed into its containers, and set for
+    the natively run wheel of a pip stack, so that both sides of a comparison run the MPI alike."""
     return {**presets(case.stack.spec, local_root=host.is_root, gpu="D" in case.buffers).env, **case.variant_env}
 
 

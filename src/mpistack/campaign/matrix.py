@@ -1,8 +1,9 @@
 """Matrix expansion: every stack x approach x variant x benchmark x placement x buffers x repeat that applies.
 
-The host's own MPI runs natively; an image runs under the approaches that take an image. Every case runs
-once plain (variant `default`) and once per variant that applies to it. Filters in the campaign narrow the
-matrix; cases that cannot run here are kept with the reason (recorded as skipped).
+The host's own MPI runs natively; an image runs under the approaches that take an image, and a pip stack
+natively too (its wheel on the host). Every case runs once plain (variant `default`) and once per variant
+that applies to it. Filters in the campaign narrow the matrix; cases that cannot run here are kept with the
+reason (recorded as skipped).
 """
 
 from __future__ import annotations
@@ -54,8 +55,11 @@ def _skip_reason(campaign: Campaign, stack: CampaignStack, benchmark: BenchmarkE
 
 
 def _runs(approach: ApproachEntry, stack: CampaignStack) -> bool:
-    """The host's MPI runs natively only; images run under the approaches that take an image."""
-    return APPROACHES.get(approach.name).image != stack.is_host
+    """Images run under the approaches that take an image (the host's MPI has none); the native approach
+    runs the stacks with a native form: the host's MPI, and a pip stack's wheel on the host."""
+    if APPROACHES.get(approach.name).image:
+        return not stack.is_host
+    return stack.native_form is not None
 
 
 def _variants(campaign: Campaign, stack: CampaignStack, approach: ApproachEntry) -> list[VariantEntry | None]:

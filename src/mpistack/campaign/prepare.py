@@ -1,5 +1,6 @@
-"""The prepare stage, once per campaign: probe the host, build the host's mpistack-bench and the missing
-images. A stack whose image cannot be had fails its own cases with the reason; the others still run."""
+"""The prepare stage, once per campaign: probe the host, build the host's mpistack-bench, the pip stacks'
+wheels on the host (for their native cases) and the missing images. What cannot be had fails the cases that
+need it, with the reason; the others still run."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from ..cache import cache_dir
 from ..engines import EngineError, get_engine
 from ..images.build import build_stack
 from ..images.host_bench import build_host_bench, host_bench_path
+from ..images.host_venv import build_native, native_build_paths, wheel_installed
 from ..recipes.render import RecipeError
 from ..spec.campaign import Campaign
 from ..spec.case import Case, CampaignStack
+from ..spec.pins import UnpinnedError
 
 
 def workdir_for(campaign: Campaign):
@@ -31,6 +34,8 @@ def planning_resources(campaign: Campaign, stacks: list[CampaignStack], host: Ho
             resources.host_bench[stack.entry.host] = host_bench_path(stack.entry.host)
         else:
             resources.images[stack.name] = stack.spec.image_ref()
+        if stack.native_form == "venv":
+            resources.native_bench[stack.name] = native_build_paths(stack.spec)
     return resources
 
 
@@ -38,26 +43,35 @@ def prepare(cases: list[Case], resources: Resources, say: Callable[[str], None] 
     """Build what the runnable cases need."""
     resources.workdir.mkdir(parents=True, exist_ok=True)
     runnable = [case for case in cases if not case.skip]
-    for mpi in sorted({case.stack.entry.host for case in runnable if case.stack.is_host}):
+    for mpi in sorted({case.stack.entry.host for case in runnable if case.origin == "host"}):
         say(f"building mpistack-bench for the host's {mpi}")
         try:
             resources.host_bench[mpi] = build_host_bench(mpi)
         except (OSError, subprocess.CalledProcessError, RecipeError) as error:
             detail = getattr(error, "stderr", "") or str(error)
-            _failed(resources, [case.stack.name for case in runnable if case.stack.entry.host == mpi],
+            _failed(resources.failed_builds, [case.stack.name for case in runnable if case.stack.entry.host == mpi],
                     f"cannot build mpistack-bench with the host's {mpi}: {detail.strip()[-500:]}", say)
-    for stack in {case.stack.name: case.stack for case in runnable if not case.stack.is_host}.values():
+    for stack in _stacks(runnable, "venv"):
+        _ensure_native(stack, resources, say)
+    for stack in _stacks(runnable, "image"):
         try:
             _ensure_image(stack, resources, say)
         except (EngineError, RecipeError) as error:
-            _failed(resources, [stack.name], f"image {stack.spec.image_ref()} unavailable: {error}", say)
+            _failed(resources.failed_builds, [stack.name], f"image {stack.spec.image_ref()} unavailable: {error}",
+                    say)
 
 
-def _failed(resources: Resources, stacks: list[str], message: str, say: Callable[[str], None]) -> None:
-    """The cases of these stacks will be recorded as failed with this message."""
+def _stacks(cases: list[Case], origin: str) -> list[CampaignStack]:
+    """The stacks of the cases that run this origin's MPI, once each."""
+    return list({case.stack.name: case.stack for case in cases if case.origin == origin}.values())
+
+
+def _failed(failures: dict[str, str], stacks: list[str], message: str, say: Callable[[str], None]) -> None:
+    """The cases of these stacks that need what failed (Resources.failed_builds: their image or the host's
+    mpistack-bench; failed_native: their wheel on the host) will be recorded as failed with this message."""
     say(message.splitlines()[0])
     for name in stacks:
-        resources.failed_builds[name] = message
+        failures[name] = message
 
 
 def _ensure_image(stack: CampaignStack, resources: Resources, say: Callable[[str], None]) -> None:
@@ -67,7 +81,21 @@ def _ensure_image(stack: CampaignStack, resources: Resources, say: Callable[[str
         result = build_stack(stack.spec, engine.program, quiet=True)
         if not result.ok:
             message = f"image build failed ({result.returncode}); log: {result.log_path}"
-            _failed(resources, [stack.name], "\n".join([message, *result.tail[-10:]]), say)
+            _failed(resources.failed_builds, [stack.name], "\n".join([message, *result.tail[-10:]]), say)
             return
         say(f"built {reference} in {result.seconds:.0f} s")
     resources.digests[stack.name] = engine.inspect_digest(reference)
+
+
+def _ensure_native(stack: CampaignStack, resources: Resources, say: Callable[[str], None]) -> None:
+    """The stack's wheel in a virtual environment with mpistack-bench; a failure (no index, a checksum that
+    does not match) fails its native cases only."""
+    try:
+        if not wheel_installed(stack.spec):
+            say(f"installing the {stack.mpi_impl} {stack.declared_mpi_version} wheel natively (stack {stack.name})")
+        resources.native_bench[stack.name] = build_native(stack.spec)
+    except (OSError, subprocess.CalledProcessError, RecipeError, UnpinnedError) as error:
+        detail = getattr(error, "stderr", "") or str(error)
+        resources.native_bench.pop(stack.name, None)
+        _failed(resources.failed_native, [stack.name], f"cannot build {stack.name} natively: {detail.strip()[-500:]}",
+                say)

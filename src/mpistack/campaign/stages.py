@@ -118,7 +118,7 @@ def record(context: CaseContext, case: Case, outcome: Outcome, runs: list[Parsed
                        tool_version=__version__, started_at=execution.started if execution else now,
                        finished_at=execution.finished if execution else now)
     tags = {**context.tags, "case": case.key, "mpi": case.stack.mpi_impl, "repeat": str(case.repeat),
-            "variant": case.variant_name, "origin": case.stack.origin}
+            "variant": case.variant_name, "origin": case.origin}
     if case.variant is not None:
         tags["variant_baseline"] = case.variant.baseline
     if case.stack.declared_mpi_version:
@@ -148,7 +148,7 @@ def run_case(context: CaseContext, case: Case) -> Outcome | None:
         outcome = Outcome(RunStatus.SKIPPED, case.skip)
         record(context, case, outcome, [])
         return outcome
-    build_failure = context.resources.failed_builds.get(case.stack.name)
+    build_failure = context.resources.build_failure(case)
     if build_failure:
         outcome = Outcome(RunStatus.FAILED, build_failure)
         record(context, case, outcome, [])

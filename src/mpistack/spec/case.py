@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from ..registry import APPROACHES
 from . import catalogue
 from .benchmarks import BENCHMARKS, Benchmark
 from .campaign import DEFAULT_VARIANT, ApproachEntry, BenchmarkEntry, Placement, StackEntry, VariantEntry
@@ -14,7 +15,8 @@ from .stack import Stack
 
 @dataclass(frozen=True)
 class CampaignStack:
-    """A stack as a campaign uses it: the host's MPI, or an image built from a stack spec."""
+    """A stack as a campaign uses it: the host's MPI, or a stack spec (its image; a pip stack's wheel also
+    natively)."""
 
     entry: StackEntry
     spec: Stack | None  # None for the host's own MPI
@@ -38,10 +40,14 @@ class CampaignStack:
         return None if self.spec is None else self.spec.mpi.version
 
     @property
-    def origin(self) -> str:
-        """Where the stack's MPI comes from: `host` (the system's own MPI, the baseline a centre compares
-        with) or `image` (built from a stack spec)."""
-        return "host" if self.is_host else "image"
+    def native_form(self) -> str | None:
+        """How the stack's MPI runs outside a container, if it can: `host` (the system's own MPI, the baseline
+        a centre compares with), `venv` (a pip stack's wheel in a virtual environment on the host: the very
+        build its image installs, so that a container's loss splits into the stack's effect and the
+        deployment's), or None (an image only)."""
+        if self.is_host:
+            return "host"
+        return "venv" if self.spec.mpi.channel == "pip" else None
 
     @property
     def has_gpu(self) -> bool:
@@ -81,6 +87,12 @@ class Case:
     def test(self) -> Benchmark | None:
         """The mpistack-bench test this case runs; None for another program."""
         return None if self.benchmark.program else BENCHMARKS.get(self.benchmark.name)
+
+    @property
+    def origin(self) -> str:
+        """Where the run's MPI comes from: `host` (the system's own), `venv` (a pip stack's wheel run
+        natively) or `image` (a container of the stack's image): what a comparison tells apart."""
+        return "image" if APPROACHES.get(self.approach.name).image else self.stack.native_form
 
     @property
     def approach_label(self) -> str:
