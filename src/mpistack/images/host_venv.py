@@ -9,7 +9,6 @@ pin (another release or checksum) installs afresh and rebuilds."""
 
 from __future__ import annotations
 
-import platform
 import shutil
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cache import cache_dir
-from ..spec.pins import pinned
+from ..spec.pins import pinned_wheel
 from ..spec.stack import Stack
 from .host_bench import build_bench
 
@@ -35,10 +34,9 @@ class NativeBuild:
 
 def wheel_requirement(stack: Stack) -> str:
     """`mpich==4.3.2 --hash=sha256:...`, the line pip's --require-hashes reads: the wheel pinned for this
-    machine; spec.pins.UnpinnedError when there is none."""
-    mpi = stack.mpi
-    pin = pinned(f"{mpi.impl}-wheel-{platform.machine()}", mpi.version, field=f"{stack.name}: mpi.version")
-    return f"{mpi.impl}=={mpi.version} --hash=sha256:{pin.sha256}"
+    machine, the same pin the stack's image installs (recipes' pip-mpi block); spec.pins.UnpinnedError
+    when there is none."""
+    return pinned_wheel(stack.mpi.impl, stack.mpi.version, stack=stack.name).requirement
 
 
 def native_dir(stack: Stack) -> Path:

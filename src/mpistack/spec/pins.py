@@ -1,7 +1,9 @@
-"""Pinned upstream sources (versions.toml): URL pattern and sha256 per component release."""
+"""Pinned upstream sources (versions.toml): URL pattern and sha256 per component release, and the
+sha256 of the PyPI wheels that pip stacks install (one component per machine, `IMPL-wheel-MACHINE`)."""
 
 from __future__ import annotations
 
+import platform
 import re
 import tomllib
 from dataclasses import dataclass
@@ -25,10 +27,19 @@ class Pinned:
     url: str
     sha256: str
     source: str
+    package: str = ""  # a wheel's PyPI project (pinned_wheel); "" for a source download
 
     @property
     def filename(self) -> str:
         return self.url.rsplit("/", 1)[-1]
+
+    @property
+    def requirement(self) -> str:
+        """A wheel's line for pip's --require-hashes (which reads it from a requirements file only):
+        `mpich==4.3.2 --hash=sha256:...`."""
+        if not self.package:
+            raise ValueError(f"{self.component} {self.version} is a source download, not a wheel")
+        return f"{self.package}=={self.version} --hash=sha256:{self.sha256}"
 
 
 @lru_cache(maxsize=4)
@@ -73,3 +84,28 @@ def pinned(component: str, version: str, *, field: str | None = None, path: Path
     return Pinned(component, version,
                   pattern.format(version=version, major=parts[0], major_minor=".".join(parts[:2])),
                   sha, entry.get("source", ""))
+
+
+def wheel_component(impl: str, machine: str | None = None) -> str:
+    """The versions.toml component holding ``impl``'s wheels for ``machine`` (this one by default, which
+    is also the architecture of the images built here): `mpich-wheel-x86_64`."""
+    return f"{impl}-wheel-{machine or platform.machine()}"
+
+
+def pinned_wheel(impl: str, version: str, *, stack: str, machine: str | None = None,
+                 path: Path | None = None) -> Pinned:
+    """The sha256 of PyPI's ``impl`` ``version`` wheel for ``machine`` (default: this one), which pip
+    checks with --require-hashes. The one lookup for the image's wheel (recipes) and the host's
+    (images.host_venv). UnpinnedError, naming the stack, the wheel and versions.toml, when there is none."""
+    machine = machine or platform.machine()
+    component = wheel_component(impl, machine)
+    entry = table(path).get(component, {})
+    if not entry.get("versions", {}).get(version):
+        pinned_ones = [v for v, s in entry.get("versions", {}).items() if s]
+        raise UnpinnedError(
+            f"{stack}: mpi.version: the {impl} {version} wheel for {machine} has no sha256 pinned in "
+            f"{VERSIONS_FILE.name} ([{component}]; pinned {impl} wheels for {machine}: "
+            f"{', '.join(pinned_ones) or 'none'}); add the sha256 PyPI publishes for that wheel "
+            f"(https://pypi.org/pypi/{impl}/{version}/json) to {VERSIONS_FILE.name} before building")
+    pin = pinned(component, version, field=f"{stack}: mpi.version", path=path)
+    return Pinned(pin.component, pin.version, pin.url, pin.sha256, pin.source, package=impl)
