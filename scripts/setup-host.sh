@@ -18,6 +18,8 @@ packages=(
   # demo Slurm cluster (scripts/slurm-cluster): slurmctld, slurmd, client commands, munge; iproute2
   # and util-linux (ip, nsenter, unshare) for its node namespaces
   slurm-wlm munge iproute2 util-linux
+  # report tests: report.html opened in headless Chromium and screenshotted
+  chromium
 )
 
 missing=()

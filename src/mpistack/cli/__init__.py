@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from . import db, ingest, results, run, stack
+from . import compare, db, ingest, report, results, run, stack
 from .common import DbOption, GlobalOptions
 
 app = typer.Typer(
@@ -24,7 +24,9 @@ app = typer.Typer(
 app.command("ingest")(ingest.ingest)
 app.command("references")(ingest.references)
 app.command("results")(results.results)
+app.command("compare")(compare.compare)
 app.command("run")(run.run)
+app.command("report")(report.report)
 app.add_typer(db.db_app, name="db")
 app.add_typer(stack.stack_app, name="stack")
 app.command("base")(stack.base_command)

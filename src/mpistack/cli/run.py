@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import DbOption, database, db_name, fail, out
+from .common import DbOption, database, db_name, err, fail, out
 
 
 def run(
@@ -18,9 +18,7 @@ def run(
     db: DbOption = None,
 ) -> None:
     """Run a campaign: every stack x approach x benchmark x placement, each result stored as its case ends."""
-    from ..analysis.summary import summarise
     from ..campaign import session
-    from ..report.tables import print_table
     from ..spec.campaign import CampaignError, load_campaign
 
     try:
@@ -32,11 +30,27 @@ def run(
         result = session.run(campaign, store, out, resume=resume)
     except CampaignError as error:
         fail(str(error))
-    rows = summarise(store, result.campaign_id)
-    if rows:
-        columns = ["stack", "approach", "benchmark", "buffers", "native", "relative", "worst", "worst_size", "verdict"]
-        print_table(rows, columns, title="container against native (1.0 = native speed)", stream=out.file)
     out.print(f"campaign #{result.campaign_id}: {result.ran} case(s) run in {result.seconds:.0f} s; "
               f"results in {db_name(db)}", highlight=False)
+    _report(store, result.campaign_id, campaign.name, campaign.analysis.model_dump(), db)
     if result.interrupted:
         raise typer.Exit(130)
+
+
+def _report(store, campaign_id: int, name: str, analysis: dict, db: str | None) -> None:
+    """The classes against native, and the report (every format) beside the database, judged by the campaign's
+    [analysis] settings. The results are stored whatever happens here, so a failure is reported and the run's exit
+    status kept."""
+    from ..report.console import print_classes
+    from ..report.write import write_report
+    from .report import campaign_report, default_report_dir, settings_from
+
+    try:
+        report = campaign_report(store, campaign_id, name, settings_from(recorded=analysis))
+        print_classes(report.answers, out)
+        paths = write_report(report, default_report_dir(db))
+    except Exception as error:  # noqa: BLE001 - the campaign's results are stored; say why the report is not
+        err.print(f"[yellow]warning:[/yellow] no report written: {type(error).__name__}: {error}", highlight=False)
+        return
+    out.print(f"report: {paths[0].parent}/ ({', '.join(path.name for path in paths)})", highlight=False,
+              soft_wrap=True)

@@ -70,3 +70,9 @@ def earlier_campaigns(database: Engine, campaign_id: int, limit: int) -> list[di
             .order_by(CampaignRow.id.desc()).limit(limit)
         )
         return [dict(row._mapping) for row in rows]
+
+
+def campaign_spec(database: Engine, campaign_id: int) -> dict | None:
+    """The campaign file as recorded when the campaign started (its [analysis] table included), or None."""
+    with database.connect() as connection:
+        return connection.execute(select(CampaignRow.spec).where(CampaignRow.id == campaign_id)).scalar()

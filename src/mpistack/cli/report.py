@@ -1,0 +1,135 @@
+"""`mpistack report`: a campaign's (or any runs') answers as report.md, report.html and report.json."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .common import DbOption, database, db_name, fail, out
+
+
+class ReportFormat(str, Enum):
+    md = "md"
+    html = "html"
+    json = "json"
+
+
+def default_report_dir(db: str | None) -> Path:
+    """Beside the database: mpistack.db -> mpistack-report/; a server database -> ./mpistack-report/."""
+    name = db_name(db)
+    if name.startswith("sqlite:///"):
+        name = name[len("sqlite:///"):]
+    elif "://" in name:
+        return Path("mpistack-report")
+    path = Path(name)
+    return path.parent / f"{path.stem}-report"
+
+
+def settings_from(floor: float | None = None, floor_us: float | None = None, small_below: int | None = None,
+                  large_from: int | None = None, recorded: dict | None = None):
+    """analysis.answers.Settings from the options given, else the campaign's recorded [analysis] table, else the
+    defaults."""
+    from ..analysis.answers import Settings
+    from ..analysis.classes import SizeRanges
+    from ..analysis.statistics import PracticalFloor
+
+    defaults = Settings()
+    recorded = recorded or {}
+
+    def pick(option, key, default):
+        return option if option is not None else recorded.get(key, default)
+
+    try:
+        practical = PracticalFloor(pick(floor, "floor", defaults.floor.relative),
+                                   pick(floor_us, "floor_us", defaults.floor.absolute_us))
+        ranges = SizeRanges(pick(small_below, "small_below", defaults.ranges.small_below),
+                            pick(large_from, "large_from", defaults.ranges.large_from))
+        return Settings(floor=practical, ranges=ranges, alpha=recorded.get("alpha", defaults.alpha))
+    except (TypeError, ValueError) as error:
+        fail(str(error))
+
+
+def campaign_report(store, campaign_id: int, name: str | None, settings=None, filters=None, filter_text=None):
+    """Read and analyse one campaign's runs (and any further filters): the Report."""
+    from ..analysis.answers import Settings
+    from ..report.data import collect
+    from ..store.query import Where
+
+    title = f"{name} (campaign #{campaign_id})" if name else f"campaign #{campaign_id}"
+    return collect(store, [Where("campaign", "=", campaign_id), *(filters or [])], settings or Settings(),
+                   title=title, campaign={"id": campaign_id, "name": name}, filter_text=filter_text)
+
+
+def report(
+    campaign: Annotated[Optional[str], typer.Argument(
+        metavar="[CAMPAIGN]", help="A campaign name (its latest campaign) or number. Without it and without "
+                                   "--where: the latest campaign in the store.")] = None,
+    where: Annotated[Optional[list[str]], typer.Option(
+        "--where", "-w", metavar="KEY=VALUE", help="Only runs where a run field (stack, approach, ranks, nodes, "
+                                                   "buffers, ...) or a tag holds; repeatable.")] = None,
+    out_dir: Annotated[Optional[Path], typer.Option(
+        "--out", "-o", metavar="DIR", help="Where to write the report [default: NAME-report/ beside the "
+                                           "database NAME.db].")] = None,
+    output_format: Annotated[Optional[ReportFormat], typer.Option(
+        "--format", "-f", help="Write only this format [default: md, html and json].")] = None,
+    floor: Annotated[Optional[float], typer.Option(
+        "--floor", metavar="FRACTION", help="Relative practical floor: smaller differences are parity "
+                                            "[default: the campaign's [analysis] floor, else 0.10].")] = None,
+    floor_us: Annotated[Optional[float], typer.Option(
+        "--floor-us", metavar="US", help="Absolute floor for latencies, in microseconds [default: the "
+                                         "campaign's, else 0.05].")] = None,
+    small_below: Annotated[Optional[int], typer.Option(
+        "--small-below", metavar="BYTES", help="Small messages are below this size [default: the campaign's, "
+                                               "else 8192].")] = None,
+    large_from: Annotated[Optional[int], typer.Option(
+        "--large-from", metavar="BYTES", help="Large messages start at this size [default: the campaign's, "
+                                              "else 524288].")] = None,
+    db: DbOption = None,
+) -> None:
+    """Write the report of a campaign: per-size tables and plots, classes, the compatibility matrix, failures."""
+    from ..report.console import print_classes
+    from ..report.data import collect
+    from ..report.write import FORMATS, write_report
+    from ..store.campaigns import campaign_name, campaign_spec, latest_campaign, newest_campaign
+    from ..store.query import Where, WhereError
+
+    try:
+        filters = [Where.parse(text) for text in where or []]
+    except WhereError as error:
+        fail(str(error))
+    store = database(db)
+    campaign_id: int | None = None
+    if campaign is not None:
+        if campaign.isdigit():
+            campaign_id = int(campaign)
+            if campaign_name(store, campaign_id) is None:
+                fail(f"no campaign #{campaign_id} in {db_name(db)}")
+        else:
+            campaign_id = latest_campaign(store, campaign)
+            if campaign_id is None:
+                fail(f"no campaign named {campaign!r} in {db_name(db)}")
+    elif not filters:
+        campaign_id = newest_campaign(store)
+        if campaign_id is None:
+            fail(f"{db_name(db)} has no campaign: name one, or choose runs with --where")
+    recorded = (campaign_spec(store, campaign_id) or {}).get("analysis") if campaign_id is not None else None
+    settings = settings_from(floor, floor_us, small_below, large_from, recorded)
+    try:
+        if campaign_id is not None:
+            result = campaign_report(store, campaign_id, campaign_name(store, campaign_id), settings, filters,
+                                     where or [])
+        else:
+            result = collect(store, filters, settings, title="runs where " + ", ".join(where or []),
+                             filter_text=where or [])
+    except WhereError as error:
+        fail(str(error))
+    if not result.rows:
+        fail("no runs match: nothing to report")
+    out.print(result.title, style="bold", highlight=False)
+    print_classes(result.answers, out)
+    formats = [output_format.value] if output_format else list(FORMATS)
+    for path in write_report(result, out_dir or default_report_dir(db), formats):
+        out.print(str(path), highlight=False, soft_wrap=True)

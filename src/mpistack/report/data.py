@@ -1,0 +1,364 @@
+"""What a report shows, gathered once from the store: the rows, their answers, the compatibility matrix, the
+per-size tables, the failed and skipped runs, and the provenance of each stack and approach.
+
+One read of the evidence (``analysis.evidence.load_rows``), one batched analysis (``analysis.answers.answer``) and
+one provenance query for the first run of each stack and approach: no query per run or per row, so that a store of
+a million results is reported in seconds. The renderers (Markdown, HTML, JSON, plots) only format this.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from functools import cached_property
+from datetime import datetime, timezone
+
+from sqlalchemy import Engine
+
+from ..analysis.answers import SAME_STACK, SYSTEM, Answer, Settings, answer
+from ..analysis.classes import format_size
+from ..analysis.evidence import Row, RowKey, load_rows
+from ..analysis.matrix import Column, Matrix, column_order, compat_matrix, placement_text
+from ..analysis.statistics import Verdict
+from ..spec.benchmarks import BENCHMARK_NAMES
+from ..store.query import PROVENANCE_FIELDS, Where, run_provenance
+
+UNITS = {"latency": "us", "bandwidth": "MB/s", "message_rate": "messages/s"}
+BAND = (0.025, 0.975)  # the spread of launch figures drawn around each median: their central 95%
+
+
+@dataclass(frozen=True, order=True)
+class GroupKey:
+    """One benchmark metric at one placement and buffer placement, within one scope: one set of tables and plots."""
+
+    scope: str
+    benchmark_order: int
+    benchmark: str
+    metric: str
+    ranks: int
+    nodes: int
+    buffers: str
+
+    @property
+    def title(self) -> str:
+        return f"{self.benchmark} ({self.metric}), {self.ranks} ranks on {self.nodes} node(s), buffers {self.buffers}"
+
+    @property
+    def slug(self) -> str:
+        text = f"{self.scope}-{self.benchmark}-{self.metric}-n{self.ranks}N{self.nodes}-{self.buffers}"
+        return "".join(ch if ch.isalnum() else "-" for ch in text).lower()
+
+
+@dataclass
+class Series:
+    """One row's figures per size (median and the spread of its launches) and its answers."""
+
+    key: RowKey
+    origin: str
+    median: dict[int | None, float] = field(default_factory=dict)
+    low: dict[int | None, float] = field(default_factory=dict)
+    high: dict[int | None, float] = field(default_factory=dict)
+    launches: int = 0
+    failures: int = 0
+    answer: Answer | None = None  # against the system MPI
+    same_stack: Answer | None = None  # against the same build natively
+
+    @property
+    def column(self) -> str:
+        return Column(self.key.approach, self.key.variant).label
+
+    @property
+    def label(self) -> str:
+        return f"{self.key.stack} {self.column}"
+
+    @property
+    def sizes(self) -> list[int | None]:
+        return sorted(self.median, key=lambda size: (size is not None, size or 0))
+
+
+@dataclass(frozen=True)
+class TableCell:
+    text: str
+    slower: bool = False
+    faster: bool = False
+
+
+@dataclass
+class SizeTable:
+    """Seed-style: a row per message size, the system MPI's median, then a column per approach (+variant), each
+    cell the candidate's median and its ratio (1.0 = parity)."""
+
+    stack: str
+    title: str
+    headers: list[str]
+    rows: list[list[TableCell]]
+
+
+@dataclass
+class Group:
+    key: GroupKey
+    unit: str
+    higher_is_better: bool
+    baselines: list[Series]
+    candidates: list[Series]  # by stack, then column order
+    tables: list[SizeTable] = field(default_factory=list)
+
+    @property
+    def sized(self) -> bool:
+        """Whether the group has message sizes to plot against (barrier has none)."""
+        return any(size for series in [*self.baselines, *self.candidates] for size in series.median)
+
+
+@dataclass(frozen=True)
+class RunIssue:
+    """Launches of one row that failed (or were not run) for one reason."""
+
+    key: RowKey
+    reason: str
+    count: int
+    launches: int  # all launches of the row
+
+    @property
+    def status(self) -> str:
+        return self.reason.split(":", 1)[0]
+
+
+@dataclass
+class ProvenanceEntry:
+    """One stack and approach (+variant): how many runs, and the first run's command, environment, versions."""
+
+    scope: str
+    stack: str
+    column: str
+    runs: int
+    first: dict
+
+
+@dataclass
+class Report:
+    title: str
+    campaign: dict | None  # {"id": ..., "name": ...} when the report is one campaign's
+    filters: list[str]
+    settings: Settings
+    answers: list[Answer]
+    matrix: Matrix
+    failures: list[RunIssue]
+    skipped: list[RunIssue]
+    provenance: list[ProvenanceEntry]
+    generated: str
+    rows: dict[RowKey, Row] = field(default_factory=dict, repr=False)
+
+    @property
+    def results(self) -> int:
+        """Figures read (launch x size)."""
+        return sum(len(values) for row in self.rows.values() for values in row.figures.values())
+
+    @cached_property
+    def groups(self) -> list[Group]:
+        """Per benchmark group, the series and their tables: made when first asked for (the JSON needs none)."""
+        return _groups(self.rows, self.answers, self.matrix)
+
+    def settings_dict(self) -> dict:
+        return settings_dict(self.settings)
+
+
+def settings_dict(settings: Settings) -> dict:
+    return {"floor": settings.floor.relative, "floor_us": settings.floor.absolute_us,
+            "small_below": settings.ranges.small_below, "large_from": settings.ranges.large_from,
+            "alpha": settings.alpha, "confidence": settings.confidence, "seed": settings.seed}
+
+
+def quantile(ordered: list[float], q: float) -> float:
+    """The q-quantile of sorted values, interpolated linearly (numpy's default)."""
+    position = q * (len(ordered) - 1)
+    below = math.floor(position)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
+
+
+def series_of(row: Row) -> Series:
+    series = Series(row.key, row.origin, launches=row.launches, failures=len(row.failures))
+    for size, values in row.figures.items():
+        ordered = sorted(values)
+        series.median[size] = statistics.median(ordered)
+        series.low[size] = quantile(ordered, BAND[0])
+        series.high[size] = quantile(ordered, BAND[1])
+    return series
+
+
+def format_value(value: float | None) -> str:
+    """A figure with the digits that matter: 0.731, 1.36, 12.4, 1234."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    magnitude = abs(value)
+    if magnitude >= 100:
+        return f"{value:.0f}"
+    if magnitude >= 10:
+        return f"{value:.1f}"
+    if magnitude >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def format_ratio(ratio: float) -> str:
+    return f"{ratio:.2f}×" if math.isfinite(ratio) else "—"
+
+
+def _size_key(size: int | None) -> tuple[bool, int]:
+    return (size is not None, size or 0)
+
+
+def _group_key(key: RowKey) -> GroupKey:
+    order = BENCHMARK_NAMES.index(key.benchmark) if key.benchmark in BENCHMARK_NAMES else len(BENCHMARK_NAMES)
+    return GroupKey(key.scope, order, key.benchmark, key.metric, key.ranks, key.nodes, key.buffers)
+
+
+def _candidate_order(series: Series) -> tuple:
+    return (series.key.stack, column_order(Column(series.key.approach, series.key.variant)))
+
+
+def _baseline_header(series: Series) -> str:
+    return f"{series.key.stack} {series.column} (system)"
+
+
+def _tables(group: Group, stacks_versions: dict[tuple[str, str], str]) -> list[SizeTable]:
+    by_stack: dict[str, list[Series]] = defaultdict(list)
+    for series in group.candidates:
+        if series.median:  # rows whose launches all failed are listed with the failures, not as empty columns
+            by_stack[series.key.stack].append(series)
+    baselines = {series.key: series for series in group.baselines}
+    tables = []
+    for stack, candidates in by_stack.items():
+        used = [baselines[key] for key in dict.fromkeys(
+            s.answer.baseline_row for s in candidates if s.answer and s.answer.baseline_row in baselines)]
+        used = used or group.baselines
+        sizes = sorted({size for series in [*used, *candidates] for size in series.median}, key=_size_key)
+        compared = [{c.size: c for c in series.answer.sizes} if series.answer else {} for series in candidates]
+        rows = []
+        for size in sizes:
+            cells = [TableCell(format_size(size) if size is not None else "—")]
+            cells += [TableCell(format_value(series.median.get(size))) for series in used]
+            for series, comparisons in zip(candidates, compared):
+                median = series.median.get(size)
+                comparison = comparisons.get(size)
+                if median is None:
+                    cells.append(TableCell("—"))
+                elif comparison is None:
+                    cells.append(TableCell(format_value(median)))
+                else:
+                    cells.append(TableCell(f"{format_value(median)} ({format_ratio(comparison.ratio)})",
+                                           comparison.verdict is Verdict.SLOWER,
+                                           comparison.verdict is Verdict.FASTER))
+            rows.append(cells)
+        headers = ["size", *(_baseline_header(series) for series in used),
+                   *(series.column for series in candidates)]
+        version = stacks_versions.get((group.key.scope, stack))
+        title = f"{stack}" + (f" ({version})" if version else "")
+        tables.append(SizeTable(stack, title, headers, rows))
+    return tables
+
+
+def _issues(rows: dict[RowKey, Row]) -> tuple[list[RunIssue], list[RunIssue]]:
+    failures, skipped = [], []
+    for key in sorted(rows):
+        row = rows[key]
+        total = row.launches + len(row.failures)
+        for reason, count in Counter(row.failures).items():
+            failures.append(RunIssue(key, reason, count, total))
+        for reason, count in Counter(row.skipped).items():
+            skipped.append(RunIssue(key, reason, count, total + len(row.skipped)))
+    return failures, skipped
+
+
+def _provenance(engine: Engine, rows: dict[RowKey, Row]) -> list[ProvenanceEntry]:
+    chosen: dict[tuple[str, str, Column], list[Row]] = defaultdict(list)
+    for row in rows.values():
+        chosen[(row.key.scope, row.key.stack, Column(row.key.approach, row.key.variant))].append(row)
+    firsts = {}
+    for name, group in chosen.items():
+        ran = [min(row.runs) for row in group if row.launches and row.runs]
+        every = [min(row.runs) for row in group if row.runs]
+        if ran or every:
+            firsts[name] = min(ran or every)
+    facts = run_provenance(engine, list(firsts.values()))
+    entries = []
+    for name in sorted(chosen, key=lambda item: (item[0], item[1], column_order(item[2]))):
+        run_id = firsts.get(name)
+        first = {**dict.fromkeys(PROVENANCE_FIELDS), **facts.get(run_id, {})}
+        entries.append(ProvenanceEntry(name[0], name[1], name[2].label, sum(len(row.runs) for row in chosen[name]),
+                                       first))
+    return entries
+
+
+def _groups(rows: dict[RowKey, Row], answers: list[Answer], matrix: Matrix) -> list[Group]:
+    series = {key: series_of(row) for key, row in rows.items()}
+    baseline_keys = {a.baseline_row for a in answers if a.baseline == SYSTEM and a.baseline_row is not None}
+    for answer_ in answers:
+        target = series.get(answer_.key)
+        if target is None:
+            continue
+        if answer_.baseline == SYSTEM:
+            target.answer = answer_
+        elif answer_.baseline == SAME_STACK:
+            target.same_stack = answer_
+    compared = {a.key for a in answers}
+    groups: dict[GroupKey, list[Series]] = defaultdict(list)
+    for key, item in series.items():
+        groups[_group_key(key)].append(item)
+    versions = {}
+    for row in matrix.rows:
+        text = ", ".join(part for part in (f"MPI {row.declared_version}" if row.declared_version else "",
+                                           row.library_version or "") if part)
+        versions[(row.scope, row.stack)] = text
+    built = []
+    for group_key in sorted(groups):
+        members = groups[group_key]
+        baselines = sorted((s for s in members if s.key in baseline_keys or (
+            s.key not in compared and s.key.approach == "native" and s.origin in ("host", "published"))),
+            key=_candidate_order)
+        chosen = {s.key for s in baselines}
+        candidates = sorted((s for s in members if s.key not in chosen), key=_candidate_order)
+        group = Group(group_key, UNITS.get(group_key.metric, ""), members[0].key.higher_is_better, baselines,
+                      candidates)
+        group.tables = _tables(group, versions)
+        built.append(group)
+    return built
+
+
+def build_report(rows: dict[RowKey, Row], answers: list[Answer], settings: Settings, *, title: str,
+                 campaign: dict | None = None, filters: list[str] | None = None,
+                 provenance: list[ProvenanceEntry] | None = None) -> Report:
+    """The report of rows already read and answered (no I/O)."""
+    failures, skipped = _issues(rows)
+    ordered = sorted(answers, key=lambda a: (a.key, a.baseline != SYSTEM))
+    return Report(title, campaign, list(filters or []), settings, ordered, compat_matrix(answers), failures, skipped,
+                  provenance or [], datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), rows)
+
+
+#: --where keys that choose the rows to report on, not their baselines: the native runs they are compared with are
+#: read whatever these say (the other filters, the campaign, a benchmark, a placement, a tag, hold for both).
+CANDIDATE_KEYS = frozenset({"stack", "approach", "variant", "origin", "launcher", "image_digest"})
+
+
+def collect(engine: Engine, filters: list[Where], settings: Settings = Settings(), *, title: str,
+            campaign: dict | None = None, filter_text: list[str] | None = None) -> Report:
+    """Read the runs matching the filters, answer them against their baselines (read even when the filters leave
+    them out: ``--where approach=container`` still compares with native), and gather everything a report shows."""
+    rows = load_rows(engine, filters)
+    if any(where.key in CANDIDATE_KEYS for where in filters):
+        shared = [where for where in filters if where.key not in CANDIDATE_KEYS]
+        context = load_rows(engine, [*shared, Where("approach", "=", "native")])
+        answers = [a for a in answer({**context, **rows}, settings) if a.key in rows]
+        used = {a.baseline_row for a in answers if a.baseline_row is not None}
+        rows = {**{key: context[key] for key in used if key in context}, **rows}
+    else:
+        answers = answer(rows, settings)
+    return build_report(rows, answers, settings, title=title, campaign=campaign, filters=filter_text,
+                        provenance=_provenance(engine, rows))
+
+
+__all__ = ["BAND", "CANDIDATE_KEYS", "Group", "GroupKey", "ProvenanceEntry", "Report", "RunIssue", "Series", "SizeTable", "TableCell",
+           "UNITS", "build_report", "collect", "format_ratio", "format_value", "placement_text", "quantile",
+           "settings_dict"]
