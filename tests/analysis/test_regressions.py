@@ -109,3 +109,19 @@ def test_an_unrelated_case_has_no_history():
     history = [_campaign(campaign, 1.0) for campaign in (5, 4, 3, 2)]
     other = _row(6, [{1: 9.0}] * 6, metric="bandwidth")
     assert regressions_in(CampaignRows(CampaignRef(6, "nightly"), {other.key: other}), history) == []
+
+
+def test_the_campaign_report_lists_its_regressions(engine, tmp_path):
+    import json
+
+    from mpistack.cli.report import campaign_report
+    from mpistack.report.write import write_report
+
+    current = history_then(engine, slower_from(LARGE, 0.7))
+    report = campaign_report(engine, current, "nightly")
+    paths = {path.suffix: path for path in write_report(report, tmp_path / "out", ["md", "json", "html"])}
+    markdown = paths[".md"].read_text()
+    assert "## Regressions" in markdown and "512 KiB–4 MiB" in markdown and f"campaign {current} (nightly" in markdown
+    (listed,) = json.loads(paths[".json"].read_text())["regressions"]
+    assert listed["ranges"][0]["sizes"][0] == LARGE and listed["campaign"]["id"] == current
+    assert "512 KiB–4 MiB" in paths[".html"].read_text()

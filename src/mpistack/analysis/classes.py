@@ -14,7 +14,6 @@ Pure functions: no I/O, nothing from the rest of mpistack.
 from __future__ import annotations
 
 import dataclasses
-import math
 import statistics as _stdlib_statistics
 from dataclasses import dataclass, field
 from typing import Collection, Hashable, Iterable, Literal, Sequence

@@ -1,1 +1,1 @@
-"""Campaigns: expand a campaign file into cases, run them crash-safe, summarise container vs native."""
+"""Campaigns: expand a campaign file into cases, run them crash-safe, record every launch."""

@@ -58,9 +58,14 @@ def campaign_report(store, campaign_id: int, name: str | None, settings=None, fi
     from ..report.data import collect
     from ..store.query import Where
 
+    from ..analysis.regressions import find_regressions
+
     title = f"{name} (campaign #{campaign_id})" if name else f"campaign #{campaign_id}"
-    return collect(store, [Where("campaign", "=", campaign_id), *(filters or [])], settings or Settings(),
-                   title=title, campaign={"id": campaign_id, "name": name}, filter_text=filter_text)
+    settings = settings or Settings()
+    result = collect(store, [Where("campaign", "=", campaign_id), *(filters or [])], settings, title=title,
+                     campaign={"id": campaign_id, "name": name}, filter_text=filter_text)
+    result.regressions = find_regressions(store, campaign_id, settings)
+    return result
 
 
 def report(

@@ -149,6 +149,7 @@ class Report:
     provenance: list[ProvenanceEntry]
     generated: str
     rows: dict[RowKey, Row] = field(default_factory=dict, repr=False)
+    regressions: list = field(default_factory=list)  # analysis.regressions.Regression, for a campaign's report
 
     @property
     def results(self) -> int:

@@ -45,6 +45,7 @@ def report_dict(report: Report) -> dict:
                       "benchmark": issue.key.benchmark, "ranks": issue.key.ranks, "nodes": issue.key.nodes,
                       "buffers": issue.key.buffers, "reason": issue.reason, "count": issue.count,
                       "launches": issue.launches} for issue in report.failures],
+        "regressions": [_finite(regression.to_dict()) for regression in report.regressions],
     }
 
 
