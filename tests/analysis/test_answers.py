@@ -146,3 +146,25 @@ def test_json_form_has_the_documented_fields():
     assert data["class"] == "(Y)" and data["slow"][0]["sizes"] == [1, 8]
     assert [entry["size"] for entry in data["sizes"]] == SIZES
     assert {"ratio", "ci_low", "ci_high", "p_value", "verdict"} <= set(data["sizes"][0])
+
+
+def test_a_bound_host_library_is_the_system_build_not_the_images():
+    store = Store()
+    store.launches("host-mpich", "native", origin="host")
+    store.launches("pip-mpich", "native", origin="venv", library=PIP_LIBRARY)
+    store.launches("pip-mpich", "container", origin="image", library=PIP_LIBRARY)
+    store.launches("pip-mpich", "bind", origin="image", library=HOST_LIBRARY)  # the host's MPI mounted in
+    answers = store.answers()
+    assert ("pip-mpich", "bind", "default", SAME_STACK) not in answers
+    assert answers[("pip-mpich", "bind", "default", SYSTEM)].same_build_as_system
+    assert ("pip-mpich", "container", "default", SAME_STACK) in answers
+
+
+def test_cases_that_did_not_run_get_one_answer_not_one_per_baseline():
+    store = Store()
+    store.launches("host-mpich", "native", origin="host")
+    store.launches("pip-mpich", "native", origin="venv", library=PIP_LIBRARY)
+    store.launches("pip-mpich", "hybrid", origin="image", status="skipped", message="refused: no PMI")
+    answers = store.answers()
+    assert ("pip-mpich", "hybrid", "default", SYSTEM) in answers
+    assert ("pip-mpich", "hybrid", "default", SAME_STACK) not in answers

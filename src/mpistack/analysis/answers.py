@@ -115,14 +115,16 @@ def _system_baseline(row: Row, index: dict[tuple, Row]) -> Row | None:
 
 
 def _same_stack_baseline(row: Row, rows: dict[RowKey, Row], system: Row | None) -> tuple[Row | None, bool]:
-    """The same build natively: the stack's own native row, else the system's when its library reports the very
-    version string the image's does. Returns (row, whether it is the system MPI itself)."""
-    own = rows.get(row.key.with_(approach="native", variant=row.variant_baseline))
-    if own is not None and own is not row and own.origin == "venv":
-        return own, False
-    image_library = _image_library(row, rows)
-    if system is not None and image_library and system.library_version == image_library:
+    """The same build natively: the system's own MPI when the library that ran reports its very version string
+    (Debian's MPICH in a Debian image; or the host's MPI bound in), else the stack's own native row when that is
+    the library that ran. Returns (row, whether it is the system MPI itself)."""
+    ran = row.library_version or _image_library(row, rows)
+    if system is not None and ran and system.library_version == ran:
         return system, True
+    own = rows.get(row.key.with_(approach="native", variant=row.variant_baseline))
+    if own is not None and own is not row and own.origin == "venv" and (
+            not ran or not own.library_version or own.library_version == ran):
+        return own, False
     return None, False
 
 
@@ -200,7 +202,7 @@ def answer(rows: dict[RowKey, Row], settings: Settings = Settings()) -> list[Ans
         if system is row or (_is_system(row) and row.key.variant == row.variant_baseline):
             continue  # the baseline itself
         plans.append((row, SYSTEM, system, False))
-        if row.key.approach != "native":
+        if row.key.approach != "native" and row.launches:
             same, is_system = _same_stack_baseline(row, rows, system)
             if same is not None and not is_system:
                 plans.append((row, SAME_STACK, same, False))
