@@ -110,3 +110,18 @@ def stack_from():
 @pytest.fixture
 def seed_stack():
     return catalogue.load
+
+
+def stand_in_wheel(directory: Path) -> str:
+    """An empty mpich 4.3.2 wheel (no mpicc in it) in ``directory``, for pip runs that must stay offline; returns
+    its sha256."""
+    import hashlib
+    import zipfile
+
+    wheel = directory / "mpich-4.3.2-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("mpich-4.3.2.dist-info/METADATA", "Metadata-Version: 2.1\nName: mpich\nVersion: 4.3.2\n")
+        archive.writestr("mpich-4.3.2.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\n"
+                                                        "Root-Is-Purelib: true\nTag: py3-none-any\n")
+        archive.writestr("mpich-4.3.2.dist-info/RECORD", "")
+    return hashlib.sha256(wheel.read_bytes()).hexdigest()

@@ -3,12 +3,12 @@ Offline: a stand-in wheel is served from a local directory (pip's --find-links, 
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import subprocess
-import zipfile
 
 import pytest
+
+from tests.conftest import stand_in_wheel
 
 from mpistack.images import host_venv
 from mpistack.images.host_venv import build_native, native_build_paths, wheel_installed, wheel_requirement
@@ -43,17 +43,6 @@ def test_the_paths_are_known_before_anything_is_built(pip_mpich, tmp_path, monke
     assert not (tmp_path / "mpistack").exists()
 
 
-def _stand_in_wheel(directory) -> str:
-    """An empty mpich 4.3.2 wheel (no mpicc in it); returns its sha256."""
-    wheel = directory / "mpich-4.3.2-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr("mpich-4.3.2.dist-info/METADATA", "Metadata-Version: 2.1\nName: mpich\nVersion: 4.3.2\n")
-        archive.writestr("mpich-4.3.2.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\n"
-                                                        "Root-Is-Purelib: true\nTag: py3-none-any\n")
-        archive.writestr("mpich-4.3.2.dist-info/RECORD", "")
-    return hashlib.sha256(wheel.read_bytes()).hexdigest()
-
-
 @pytest.fixture
 def local_index(tmp_path, monkeypatch):
     """pip finds only the stand-in wheel; the cache is the test's own. Returns the wheel's sha256."""
@@ -63,7 +52,7 @@ def local_index(tmp_path, monkeypatch):
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
     monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
-    return _stand_in_wheel(wheels)
+    return stand_in_wheel(wheels)
 
 
 def _pin(monkeypatch, sha256: str) -> None:

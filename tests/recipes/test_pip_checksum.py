@@ -4,26 +4,15 @@ offline: pip finds a stand-in wheel in a local directory (--find-links, no index
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
-import zipfile
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import stand_in_wheel
+
 from mpistack.recipes import blocks as B
 from mpistack.spec.pins import wheel_component
-
-
-def _stand_in_wheel(directory: Path) -> str:
-    """An empty mpich 4.3.2 wheel; returns its sha256."""
-    wheel = directory / "mpich-4.3.2-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr("mpich-4.3.2.dist-info/METADATA", "Metadata-Version: 2.1\nName: mpich\nVersion: 4.3.2\n")
-        archive.writestr("mpich-4.3.2.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\n"
-                                                        "Root-Is-Purelib: true\nTag: py3-none-any\n")
-        archive.writestr("mpich-4.3.2.dist-info/RECORD", "")
-    return hashlib.sha256(wheel.read_bytes()).hexdigest()
 
 
 @pytest.fixture
@@ -34,7 +23,7 @@ def wheels(tmp_path, monkeypatch):
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(directory))
     monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")
-    return _stand_in_wheel(directory)
+    return stand_in_wheel(directory)
 
 
 def _step(seed_stack, tmp_path: Path, sha256: str) -> list[str]:

@@ -29,6 +29,16 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+def where_filters(where: list[str] | None) -> list:
+    """The parsed `--where KEY=VALUE` options; a malformed one ends the command with its error."""
+    from ..store.query import Where, WhereError
+
+    try:
+        return [Where.parse(text) for text in where or []]
+    except WhereError as error:
+        fail(str(error))
+
+
 def database(db: str | None, migrate: bool = True):
     """The results store the user named (--db, MPISTACK_DB, or ./mpistack.db)."""
     from ..store import StoreError, open_database

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOption, database, db_name, fail, out
+from .common import DbOption, database, db_name, fail, out, where_filters
 
 
 class ReportFormat(str, Enum):
@@ -99,12 +99,9 @@ def report(
     from ..report.data import collect
     from ..report.write import FORMATS, write_report
     from ..store.campaigns import campaign_name, campaign_spec, latest_campaign, newest_campaign
-    from ..store.query import Where, WhereError
+    from ..store.query import WhereError
 
-    try:
-        filters = [Where.parse(text) for text in where or []]
-    except WhereError as error:
-        fail(str(error))
+    filters = where_filters(where)
     store = database(db)
     campaign_id: int | None = None
     if campaign is not None:

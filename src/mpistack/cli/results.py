@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOption, database, fail
+from .common import DbOption, database, where_filters
 
 
 class OutputFormat(str, Enum):
@@ -29,12 +29,9 @@ def results(
 ) -> None:
     """List stored results, one per benchmark, message size and metric."""
     from ..report.tables import print_csv, print_json, print_table
-    from ..store.query import OUTPUT_FIELDS, STAT_FIELDS, Where, WhereError, query_results
+    from ..store.query import OUTPUT_FIELDS, STAT_FIELDS, query_results
 
-    try:
-        filters = [Where.parse(text) for text in where or []]
-    except WhereError as error:
-        fail(str(error))
+    filters = where_filters(where)
     rows = query_results(database(db), filters, limit)
     if output_format is OutputFormat.json:
         print_json(rows)
