@@ -15,7 +15,7 @@ out = Console()
 DbOption = Annotated[
     Optional[str],
     typer.Option("--db", metavar="URL", envvar="MPISTACK_DB",
-                 help=f"Results store: a SQLite path or URL, or postgresql://... [default: {DEFAULT_DB}]"),
+                 help=f"Results store: a SQLite path or URL, or postgresql://... \\[default: {DEFAULT_DB}]"),
 ]
 
 

@@ -76,21 +76,21 @@ def report(
         "--where", "-w", metavar="KEY=VALUE", help="Only runs where a run field (stack, approach, ranks, nodes, "
                                                    "buffers, ...) or a tag holds; repeatable.")] = None,
     out_dir: Annotated[Optional[Path], typer.Option(
-        "--out", "-o", metavar="DIR", help="Where to write the report [default: NAME-report/ beside the "
+        "--out", "-o", metavar="DIR", help="Where to write the report \\[default: NAME-report/ beside the "
                                            "database NAME.db].")] = None,
     output_format: Annotated[Optional[ReportFormat], typer.Option(
-        "--format", "-f", help="Write only this format [default: md, html and json].")] = None,
+        "--format", "-f", help="Write only this format \\[default: md, html and json].")] = None,
     floor: Annotated[Optional[float], typer.Option(
         "--floor", metavar="FRACTION", help="Relative practical floor: smaller differences are parity "
-                                            "[default: the campaign's [analysis] floor, else 0.10].")] = None,
+                                            "\\[default: the campaign's \\[analysis] floor, else 0.10].")] = None,
     floor_us: Annotated[Optional[float], typer.Option(
-        "--floor-us", metavar="US", help="Absolute floor for latencies, in microseconds [default: the "
+        "--floor-us", metavar="US", help="Absolute floor for latencies, in microseconds \\[default: the "
                                          "campaign's, else 0.05].")] = None,
     small_below: Annotated[Optional[int], typer.Option(
-        "--small-below", metavar="BYTES", help="Small messages are below this size [default: the campaign's, "
+        "--small-below", metavar="BYTES", help="Small messages are below this size \\[default: the campaign's, "
                                                "else 8192].")] = None,
     large_from: Annotated[Optional[int], typer.Option(
-        "--large-from", metavar="BYTES", help="Large messages start at this size [default: the campaign's, "
+        "--large-from", metavar="BYTES", help="Large messages start at this size \\[default: the campaign's, "
                                               "else 524288].")] = None,
     db: DbOption = None,
 ) -> None:

@@ -43,7 +43,9 @@ class GroupKey:
 
     @property
     def title(self) -> str:
-        return f"{self.benchmark} ({self.metric}), {self.ranks} ranks on {self.nodes} node(s), buffers {self.buffers}"
+        where = f"{self.ranks} ranks on {self.nodes} node(s)" if self.ranks else "placement not given"
+        metric = "" if self.metric == self.benchmark else f" ({self.metric})"
+        return f"{self.benchmark}{metric}, {where}, buffers {self.buffers}"
 
     @property
     def slug(self) -> str:
