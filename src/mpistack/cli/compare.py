@@ -68,6 +68,11 @@ def _print(result) -> None:
     out.print(f"matched on:    {', '.join(result.to_dict()['matched_on'])}", highlight=False)
     for row in result.rows:
         _print_row(row)
+    if result.rows:
+        from ..analysis.matrix import LEGEND
+
+        legend = "; ".join(f"{label} {meaning}" for label, meaning in LEGEND.items())
+        out.print(f"\n[dim]classes of A against B: {escape(legend)}[/dim]", highlight=False)
     if result.unmatched:
         out.print(f"\n[bold]not compared ({len(result.unmatched)})[/bold]")
         for entry in result.unmatched:
