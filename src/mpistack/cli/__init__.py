@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from . import compare, db, ingest, report, results, run, stack
+from . import campaigns, compare, db, ingest, report, results, run, runs, show, stack
 from .common import DbOption, GlobalOptions
 
 app = typer.Typer(
@@ -24,6 +24,9 @@ app = typer.Typer(
 app.command("ingest")(ingest.ingest)
 app.command("references")(ingest.references)
 app.command("results")(results.results)
+app.command("runs")(runs.runs)
+app.command("campaigns")(campaigns.campaigns)
+app.command("show")(show.show)
 app.command("compare")(compare.compare)
 app.command("run")(run.run)
 app.command("report")(report.report)

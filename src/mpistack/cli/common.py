@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, NoReturn, Optional
 
 import typer
@@ -39,12 +40,21 @@ def where_filters(where: list[str] | None) -> list:
         fail(str(error))
 
 
-def database(db: str | None, migrate: bool = True):
-    """The results store the user named (--db, MPISTACK_DB, or ./mpistack.db)."""
-    from ..store import StoreError, open_database
+def database(db: str | None, migrate: bool = True, must_exist: bool = False):
+    """The results store the user named (--db, MPISTACK_DB, or ./mpistack.db). With `must_exist` (the read-only
+    verbs), a SQLite file that is not there ends the command instead of being created."""
+    from ..store import StoreError, open_database, resolve_url
 
+    name = db or GlobalOptions.db
+    if must_exist:
+        url = resolve_url(name)
+        if url.startswith("sqlite:///") and "?" not in url:
+            path = Path(url[len("sqlite:///"):])
+            if str(path) not in ("", ":memory:") and not path.exists():
+                fail(f"no results store at {path} (give one with --db or MPISTACK_DB, or fill one with "
+                     "`mpistack ingest` or `mpistack run`)")
     try:
-        return open_database(db or GlobalOptions.db, migrate=migrate)
+        return open_database(name, migrate=migrate)
     except StoreError as error:
         fail(str(error))
 

@@ -7,8 +7,10 @@ import json
 import sys
 from typing import IO, Sequence
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 def _cell(value) -> str:
@@ -23,12 +25,17 @@ def print_table(rows: Sequence[dict], columns: Sequence[str], title: str | None 
                 stream: IO[str] | None = None) -> None:
     stream = stream or sys.stdout
     if stream.isatty():
-        table = Table(title=title, header_style="bold")
+        # Text, not str: stored values (messages, commands) may hold brackets that rich would read as markup.
+        # Light rules and shared padding keep nine columns readable in 80 characters; rich narrows the widest
+        # columns first. Text, not str: stored values (messages, commands) may hold brackets that rich would
+        # read as markup. Long values fold onto more lines (nothing is lost); headers shorten with an ellipsis.
+        table = Table(title=Text(title) if title else None, header_style="bold", box=box.SIMPLE_HEAD,
+                      pad_edge=False, collapse_padding=True)
         for column in columns:
             numeric = bool(rows) and isinstance(rows[0].get(column), (int, float))
-            table.add_column(column, justify="right" if numeric else "left")
+            table.add_column(Text(column, overflow="ellipsis"), justify="right" if numeric else "left")
         for row in rows:
-            table.add_row(*(_cell(row.get(column)) for column in columns))
+            table.add_row(*(Text(_cell(row.get(column)), overflow="fold") for column in columns))
         Console(file=stream).print(table)
         return
     cells = [list(columns)] + [[_cell(row.get(column)) for column in columns] for row in rows]

@@ -200,3 +200,36 @@ def run_provenance(engine: Engine, run_ids: list[int]) -> dict[int, dict]:
             for row in connection.execute(select(*columns).where(_RUNS.id.in_(ids[start:start + 5000]))):
                 out[row.run] = dict(row._mapping)
     return out
+
+
+# Fields of a run's full record, as `run_record` returns them (tags and result counts follow).
+RUN_RECORD_FIELDS = ("run", "campaign", "campaign_name", "benchmark", "title", "status", "incomplete", "message",
+                     "stack", "approach", "launcher", "ranks", "nodes", "buffers", "device", "command",
+                     "environment", "benchmark_suite", "mpi_library_version", "libfabric_version",
+                     "libfabric_provider", "image_digest", "hosts", "tool_version", "source", "started_at",
+                     "finished_at", "created_at")
+
+
+def run_record(engine: Engine, run_id: int) -> dict | None:
+    """Everything stored about one run: its columns, its campaign's name, its tags, and how many results it has
+    with their smallest and largest message size; None when there is no run of that id."""
+    from .schema import CampaignRow
+
+    campaigns = CampaignRow.__table__.c
+    columns = [_RUNS.id.label("run"), _RUNS.campaign_id.label("campaign"), campaigns.name.label("campaign_name"),
+               *(getattr(_RUNS, name) for name in RUN_RECORD_FIELDS[3:])]
+    with engine.connect() as connection:
+        row = connection.execute(
+            select(*columns).outerjoin(CampaignRow.__table__, campaigns.id == _RUNS.campaign_id)
+            .where(_RUNS.id == run_id)
+        ).first()
+        if row is None:
+            return None
+        record = dict(row._mapping)
+        record["tags"] = _tags_of(connection, [run_id]).get(run_id, {})
+        count, smallest, largest = connection.execute(
+            select(func.count(_RESULTS.id), func.min(_RESULTS.size), func.max(_RESULTS.size))
+            .where(_RESULTS.run_id == run_id)
+        ).one()
+    record.update(results=count, min_size=smallest, max_size=largest)
+    return record

@@ -1,0 +1,40 @@
+"""`mpistack campaigns`: the stored campaigns, each with its number of runs by status."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .common import DbOption, database
+from .results import OutputFormat
+
+CAMPAIGN_COLUMNS = ("campaign", "name", "created", "runs", "states")
+
+
+def campaign_lines(summaries: list[dict]) -> list[dict]:
+    """The summaries as the table shows them: the creation date to the minute, the states as "ok 540, ..."."""
+    return [{"campaign": summary["id"], "name": summary["name"],
+             "created": summary["created_at"].strftime("%Y-%m-%d %H:%M") if summary["created_at"] else "",
+             "runs": summary["runs"],
+             "states": ", ".join(f"{status} {count}" for status, count in summary["statuses"].items())}
+            for summary in summaries]
+
+
+def campaigns(
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
+    db: DbOption = None,
+) -> None:
+    """List the stored campaigns: id, name, when each was created, its runs and their states."""
+    from ..report.tables import print_csv, print_json, print_table
+    from ..store.campaigns import campaign_summaries
+
+    summaries = campaign_summaries(database(db, must_exist=True))
+    if output_format is OutputFormat.json:
+        print_json(summaries)
+        return
+    lines = campaign_lines(summaries)
+    if output_format is OutputFormat.csv:
+        print_csv(lines, CAMPAIGN_COLUMNS)
+        return
+    print_table(lines, CAMPAIGN_COLUMNS, title=f"{len(lines)} campaign(s)")
