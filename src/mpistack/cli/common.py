@@ -30,14 +30,19 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def where_filters(where: list[str] | None) -> list:
-    """The parsed `--where KEY=VALUE` options; a malformed one ends the command with its error."""
-    from ..store.query import Where, WhereError
+def where_filters(where: list[str] | None, store=None) -> list:
+    """The parsed `--where KEY=VALUE` options; a malformed one, or (given the store) one whose key is neither a
+    field nor a stored tag, ends the command with its error."""
+    from ..store.query import Where, WhereError, unknown_where_key
 
     try:
-        return [Where.parse(text) for text in where or []]
+        filters = [Where.parse(text) for text in where or []]
     except WhereError as error:
         fail(str(error))
+    problem = unknown_where_key(store, filters) if store is not None and filters else None
+    if problem:
+        fail(problem)
+    return filters
 
 
 def database(db: str | None, migrate: bool = True, must_exist: bool = False):

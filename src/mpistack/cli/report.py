@@ -101,8 +101,8 @@ def report(
     from ..store.campaigns import campaign_name, campaign_spec, latest_campaign, newest_campaign
     from ..store.query import WhereError
 
-    filters = where_filters(where)
     store = database(db)
+    filters = where_filters(where, store)
     campaign_id: int | None = None
     if campaign is not None:
         if campaign.isdigit():

@@ -31,8 +31,9 @@ def results(
     from ..report.tables import print_csv, print_json, print_table
     from ..store.query import OUTPUT_FIELDS, STAT_FIELDS, query_results
 
-    filters = where_filters(where)
-    rows = query_results(database(db), filters, limit)
+    store = database(db)
+    filters = where_filters(where, store)
+    rows = query_results(store, filters, limit)
     if output_format is OutputFormat.json:
         print_json(rows)
         return

@@ -39,8 +39,9 @@ def runs(
     from ..report.tables import print_csv, print_json, print_table
     from ..store.query import query_runs
 
-    filters = where_filters(where)
-    rows = query_runs(database(db, must_exist=True), filters, limit)
+    store = database(db, must_exist=True)
+    filters = where_filters(where, store)
+    rows = query_runs(store, filters, limit)
     if output_format is OutputFormat.json:
         print_json([{**row, "variant": row["tags"].get("variant")} for row in rows])
         return

@@ -233,3 +233,20 @@ def run_record(engine: Engine, run_id: int) -> dict | None:
         ).one()
     record.update(results=count, min_size=smallest, max_size=largest)
     return record
+
+
+def unknown_where_key(engine: Engine, filters: list[Where]) -> str | None:
+    """Why a filter can match nothing because its key is neither a field nor a tag of any stored run (a typo
+    would otherwise give 0 rows silently); None when every key is known."""
+    keys = {where.key for where in filters} - _RESULT_KEYS.keys() - _RUN_KEYS.keys()
+    if not keys:
+        return None
+    with engine.connect() as connection:
+        tags = {key for (key,) in connection.execute(select(_TAGS.key).distinct())}
+    missing = sorted(keys - tags)
+    if not missing:
+        return None
+    fields = ", ".join(sorted({*_RESULT_KEYS, *_RUN_KEYS}))
+    known_tags = ", ".join(sorted(tags)) or "none"
+    return (f"--where {missing[0]}: no such field, and no stored run has that tag; fields: {fields}; "
+            f"tags in this store: {known_tags}")
