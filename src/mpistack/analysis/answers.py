@@ -46,7 +46,7 @@ class Settings:
     def to_dict(self) -> dict:
         return {"floor": self.floor.relative, "floor_us": self.floor.absolute_us,
                 "small_below": self.ranges.small_below, "large_from": self.ranges.large_from, "alpha": self.alpha,
-                "confidence": self.confidence}
+                "confidence": self.confidence, "seed": self.seed}
 
 
 @dataclass

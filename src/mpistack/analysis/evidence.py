@@ -7,6 +7,7 @@ metric at one placement and buffer placement, within one scope (a campaign, or o
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -38,8 +39,7 @@ class RowKey:
         return self.metric in HIGHER_IS_BETTER
 
     def with_(self, **changes) -> "RowKey":
-        values = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        return RowKey(**{**values, **changes})
+        return dataclasses.replace(self, **changes)
 
 
 @dataclass
@@ -56,7 +56,6 @@ class Row:
     skipped: list[str] = field(default_factory=list)  # why the cases were not run
     library_versions: set[str] = field(default_factory=set)  # what MPI_Get_library_version said, first line
     declared_version: str | None = None
-    campaign: int | None = None
     runs: list[int] = field(default_factory=list)
 
     @property
@@ -106,8 +105,7 @@ def rows_from(runs: dict[int, dict], results: list[tuple]) -> dict[RowKey, Row]:
         row = rows.get(key)
         if row is None:
             row = rows[key] = Row(key, _origin(run), tags.get("mpi", ""),
-                                  tags.get("variant_baseline", DEFAULT_VARIANT), declared_version=tags.get("mpi_version"),
-                                  campaign=run["campaign"])
+                                  tags.get("variant_baseline", DEFAULT_VARIANT), declared_version=tags.get("mpi_version"))
         keys_of_run[run["run"]][metric] = key
         return row
 

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
-from .common import DbOption, database
-from .results import OutputFormat
+from .common import DbOption, FormatOption, OutputFormat, database
 
 CAMPAIGN_COLUMNS = ("campaign", "name", "created", "runs", "states")
 
@@ -22,7 +17,7 @@ def campaign_lines(summaries: list[dict]) -> list[dict]:
 
 
 def campaigns(
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
+    output_format: FormatOption = OutputFormat.table,
     db: DbOption = None,
 ) -> None:
     """List the stored campaigns: id, name, when each was created, its runs and their states."""

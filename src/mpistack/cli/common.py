@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, NoReturn, Optional
 
@@ -18,6 +19,16 @@ DbOption = Annotated[
     typer.Option("--db", metavar="URL", envvar="MPISTACK_DB",
                  help=f"Results store: a SQLite path or URL, or postgresql://... \\[default: {DEFAULT_DB}]"),
 ]
+
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
 
 
 class GlobalOptions:

@@ -31,25 +31,28 @@ def default_report_dir(db: str | None) -> Path:
 def settings_from(floor: float | None = None, floor_us: float | None = None, small_below: int | None = None,
                   large_from: int | None = None, recorded: dict | None = None):
     """analysis.answers.Settings from the options given, else the campaign's recorded [analysis] table, else the
-    defaults."""
+    defaults: the options override the table, and the campaign file's own model checks the result."""
+    from pydantic import ValidationError
+
     from ..analysis.answers import Settings
-    from ..analysis.classes import SizeRanges
-    from ..analysis.statistics import PracticalFloor
 
-    defaults = Settings()
-    recorded = recorded or {}
-
-    def pick(option, key, default):
-        return option if option is not None else recorded.get(key, default)
-
+    options = {"floor": floor, "floor_us": floor_us, "small_below": small_below, "large_from": large_from}
     try:
-        practical = PracticalFloor(pick(floor, "floor", defaults.floor.relative),
-                                   pick(floor_us, "floor_us", defaults.floor.absolute_us))
-        ranges = SizeRanges(pick(small_below, "small_below", defaults.ranges.small_below),
-                            pick(large_from, "large_from", defaults.ranges.large_from))
-        return Settings(floor=practical, ranges=ranges, alpha=recorded.get("alpha", defaults.alpha))
-    except (TypeError, ValueError) as error:
-        fail(str(error))
+        return Settings.of({**(recorded or {}), **{key: value for key, value in options.items() if value is not None}})
+    except ValidationError as error:
+        fail("; ".join(_setting_problem(problem) for problem in error.errors()))
+
+
+_SETTING_NAMES = {"floor": "relative floor", "floor_us": "absolute floor in us", "small_below": "small messages end",
+                  "large_from": "large messages start", "alpha": "level of the test"}
+
+
+def _setting_problem(problem: dict) -> str:
+    """One pydantic error on the [analysis] settings, named as the option that sets it."""
+    if not problem["loc"]:
+        return problem["msg"]
+    key = str(problem["loc"][0])
+    return f"--{key.replace('_', '-')} ({_SETTING_NAMES.get(key, key)}): {problem['msg']}"
 
 
 def campaign_report(store, campaign_id: int, name: str | None, settings=None, filters=None, filter_text=None):

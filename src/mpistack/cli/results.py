@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOption, database, where_filters
+from .common import DbOption, FormatOption, OutputFormat, database, where_filters
 
-
-class OutputFormat(str, Enum):
-    table = "table"
-    csv = "csv"
-    json = "json"
 
 
 def results(
@@ -22,7 +16,7 @@ def results(
                                                             "unit), a run field (status, stack, approach, ranks, "
                                                             "nodes, buffers, device) or a tag. Also !=, <, <=, >, "
                                                             ">= for numbers. Repeatable: all must hold.")] = None,
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
+    output_format: FormatOption = OutputFormat.table,
     stats: Annotated[bool, typer.Option("--stats", help="Add statistics columns (min, max, median, ...).")] = False,
     limit: Annotated[Optional[int], typer.Option(help="At most this many results.")] = None,
     db: DbOption = None,

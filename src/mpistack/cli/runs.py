@@ -6,8 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOption, database, where_filters
-from .results import OutputFormat
+from .common import DbOption, FormatOption, OutputFormat, database, where_filters
 
 # Columns of the table and CSV; JSON has every field, the whole message included.
 RUN_COLUMNS = ("run", "campaign", "status", "stack", "approach", "variant", "benchmark", "placement", "message")
@@ -31,7 +30,7 @@ def runs(
                                                             "benchmark, ranks, nodes, campaign, run, ...) or a tag. "
                                                             "Also !=, <, <=, >, >= for numbers. Repeatable: all "
                                                             "must hold.")] = None,
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")] = OutputFormat.table,
+    output_format: FormatOption = OutputFormat.table,
     limit: Annotated[Optional[int], typer.Option(help="At most this many runs.")] = None,
     db: DbOption = None,
 ) -> None:

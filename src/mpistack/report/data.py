@@ -164,13 +164,7 @@ class Report:
         return _groups(self.rows, self.answers, self.matrix)
 
     def settings_dict(self) -> dict:
-        return settings_dict(self.settings)
-
-
-def settings_dict(settings: Settings) -> dict:
-    return {"floor": settings.floor.relative, "floor_us": settings.floor.absolute_us,
-            "small_below": settings.ranges.small_below, "large_from": settings.ranges.large_from,
-            "alpha": settings.alpha, "confidence": settings.confidence, "seed": settings.seed}
+        return self.settings.to_dict()
 
 
 def quantile(ordered: list[float], q: float) -> float:
@@ -363,5 +357,4 @@ def collect(engine: Engine, filters: list[Where], settings: Settings = Settings(
 
 
 __all__ = ["BAND", "CANDIDATE_KEYS", "Group", "GroupKey", "ProvenanceEntry", "Report", "RunIssue", "Series", "SizeTable", "TableCell",
-           "UNITS", "build_report", "collect", "format_ratio", "format_value", "placement_text", "quantile",
-           "settings_dict"]
+           "UNITS", "build_report", "collect", "format_ratio", "format_value", "placement_text", "quantile"]

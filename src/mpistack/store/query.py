@@ -146,10 +146,6 @@ def query_results(engine: Engine, filters: list[Where] | None = None, limit: int
     return rows
 
 
-# Run columns the analysis needs, beside the run's tags.
-EVIDENCE_RUN_FIELDS = ("run", "campaign", "benchmark", "status", "stack", "approach", "ranks", "nodes", "buffers",
-                       "message", "mpi_library_version", "libfabric_version", "libfabric_provider", "source")
-
 
 def launch_evidence(engine: Engine, filters: list[Where] | None = None) -> tuple[dict[int, dict], list[tuple]]:
     """What the analysis reads, lean enough for millions of results: the matching runs (with their tags, failed
