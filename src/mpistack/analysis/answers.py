@@ -14,6 +14,7 @@ build natively: the ``same-stack`` rows). Ratios are oriented so that 1.0 is par
 from __future__ import annotations
 
 import itertools
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -220,10 +221,8 @@ def answer(rows: dict[RowKey, Row], settings: Settings = Settings()) -> list[Ans
             row_class = (classify(sizes, ranges=settings.ranges, alpha=settings.alpha, adjusted=adjusted[index])
                          if sizes else untested_class("no message size in common with the baseline"))
         if row.failures and row.launches:
-            row_class = RowClass(row_class.label, row_class.slow,
-                                 f"{row_class.reason}; {len(row.failures)} other launch(es) failed: {row.failures[0]}",
-                                 row_class.inconclusive, row_class.faster, row_class.launches_needed,
-                                 row_class.unconfirmed)
+            row_class = dataclasses.replace(
+                row_class, reason=f"{row_class.reason}; {len(row.failures)} other launch(es) failed: {row.failures[0]}")
         answers.append(Answer(row.key, kind, baseline.key if baseline else None, row_class, sizes, row.launches,
                               baseline.launches if baseline else 0, row.failures, row.library_version,
                               row.declared_version, same_build))
