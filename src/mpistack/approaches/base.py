@@ -16,15 +16,11 @@ from pathlib import Path
 
 from ..engines import ContainerRun, Engine
 from ..images.host_venv import NativeBuild
-from ..launchers import LaunchPlan
+from ..launchers import LaunchPlan, RankStarter
+from ..registry import LAUNCHERS
 from ..runtime import presets
 from ..spec.case import Case
 
-HOST_LAUNCHERS = {
-    "mpich": ["mpiexec.mpich"],
-    # --oversubscribe: campaigns here may run more ranks than cores (2-core CI machines)
-    "openmpi": ["mpirun.openmpi", "--oversubscribe"],
-}
 # The host's MPI library, the names a binary may ask it by, and how its ABI is named in messages.
 HOST_MPI_LIBRARIES = {"mpich": ("libmpich.so.12", ("libmpi.so.12", "libmpich.so.12"))}
 # The C library stays the image's own: mounting the host's would replace the loader under running code.
@@ -84,6 +80,7 @@ class Resources:
 
     engine: Engine
     workdir: Path  # per-campaign scratch, mounted into containers at the same path
+    launcher: str = "local"  # the campaign's launcher: how ranks are started (rank_starter)
     host: HostFacts = field(default_factory=HostFacts)
     host_bench: dict[str, Path] = field(default_factory=dict)  # host MPI -> host-built mpistack-bench
     images: dict[str, str] = field(default_factory=dict)  # stack name -> image reference
@@ -121,14 +118,9 @@ def benchmark_argv(case: Case, program: str, output: Path | None, extra_options:
     return argv
 
 
-def host_launcher(mpi: str, ranks: int, binding: str, program: str | None = None) -> list[str]:
-    """A launcher on the host: the system's (HOST_LAUNCHERS), or `program` (a wheel's mpiexec) with the
-    options of its MPI family."""
-    launcher, *options = HOST_LAUNCHERS[mpi]
-    argv = [program or launcher, *options, "-n", str(ranks)]
-    if binding != "none":
-        argv += ["-bind-to", binding] if mpi == "mpich" else ["--bind-to", binding]
-    return argv
+def rank_starter(resources: "Resources") -> RankStarter:
+    """How the campaign's launcher starts ranks: mpiexec on this machine, srun under Slurm."""
+    return LAUNCHERS.get(resources.launcher).starter
 
 
 def image_env(case: Case, host: HostFacts) -> dict[str, str]:
@@ -138,13 +130,15 @@ def image_env(case: Case, host: HostFacts) -> dict[str, str]:
 
 
 def container(case: Case, resources: Resources, label: str, env: dict[str, str], argv: list[str] = (),
-              *, per_rank: bool = False, mounts: list[str] = (), passthrough: list[str] = ()) -> ContainerRun:
+              *, per_rank: bool = False, mounts: list[str] = (), passthrough: list[str] = (),
+              preserve_fds: int = 0) -> ContainerRun:
     """One container of a case, with the campaign's work directory mounted at the same path. Ranks in
     one container per rank share the host's IPC namespace (shared-memory transport) and process ids."""
     workdir = str(resources.workdir)
     return ContainerRun(image=resources.images[case.stack.name], argv=list(argv), env=env, label=label,
                         mounts=[f"{workdir}:{workdir}", *mounts], share_ipc=per_rank, share_pid=per_rank,
-                        single_copy=case.approach.single_copy, passthrough=list(passthrough))
+                        single_copy=case.approach.single_copy, passthrough=list(passthrough),
+                        preserve_fds=preserve_fds)
 
 
 def container_plan(case: Case, resources: Resources, argv: list[str], output: Path | None, label: str,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..launchers import LaunchPlan
 from ..registry import APPROACHES
 from ..runtime import launch_command
-from .base import Approach, benchmark_argv, container, container_plan, image_env
+from .base import Approach, Refused, benchmark_argv, container, container_plan, image_env, rank_starter
 
 
 @APPROACHES.register("container", image=True)
@@ -14,5 +14,9 @@ class Container(Approach):
         inner = launch_command(case.stack.spec, case.placement.ranks,
                                benchmark_argv(case, "mpistack-bench", output, options),
                                binding=case.placement.binding)
+        if case.placement.nodes > 1:
+            raise Refused(f"the container approach starts every rank inside one container, on one node; "
+                          f"{case.placement.label} asks for {case.placement.nodes} nodes")
         run = container(case, resources, label, image_env(case, resources.host), inner)
-        return container_plan(case, resources, resources.engine.run_argv(run), output, label, run)
+        argv = [*rank_starter(resources).one_task(case.placement), *resources.engine.run_argv(run)]
+        return container_plan(case, resources, argv, output, label, run)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..launchers import LaunchPlan
 from ..registry import APPROACHES
-from .base import Approach, Refused, benchmark_argv, host_launcher, image_env
+from .base import Approach, Refused, benchmark_argv, image_env, rank_starter
 
 
 @APPROACHES.register("native", image=False)
@@ -22,7 +22,7 @@ def _host_plan(case, resources, output, options) -> LaunchPlan:
     binary = resources.host_bench.get(mpi)
     if binary is None and not case.benchmark.program:
         raise Refused(f"no mpistack-bench built for the host's {mpi}")
-    argv = host_launcher(mpi, case.placement.ranks, case.placement.binding)
+    argv = rank_starter(resources).ranks(mpi, case.placement)
     argv += benchmark_argv(case, str(binary), output, options)
     return LaunchPlan(argv=argv, env={**resources.host.root_env(), **case.variant_env}, output=output)
 
@@ -34,7 +34,7 @@ def _venv_plan(case, resources, output, options) -> LaunchPlan:
     if build is None:
         raise Refused(f"no native build of {stack.name}: its {stack.mpi_impl} {stack.declared_mpi_version} wheel "
                       f"in a virtual environment, with mpistack-bench built by the wheel's mpicc")
-    argv = host_launcher(stack.mpi_impl, case.placement.ranks, case.placement.binding, str(build.mpiexec))
+    argv = rank_starter(resources).ranks(stack.mpi_impl, case.placement, str(build.mpiexec))
     argv += benchmark_argv(case, str(build.bench), output, options)
     return LaunchPlan(argv=argv, env={**resources.host.root_env(), **image_env(case, resources.host)},
                       output=output)

@@ -5,6 +5,7 @@ need it, with the reason; the others still run."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 from typing import Callable
 
 from ..approaches import HostFacts, Resources
@@ -13,22 +14,28 @@ from ..engines import EngineError, get_engine
 from ..images.build import build_stack
 from ..images.host_bench import build_host_bench, host_bench_path
 from ..images.host_venv import build_native, native_build_paths, wheel_installed
+from ..launchers import slurm
 from ..recipes.render import RecipeError
 from ..spec.campaign import Campaign
 from ..spec.case import Case, CampaignStack
 from ..spec.pins import UnpinnedError
 
 
-def workdir_for(campaign: Campaign):
-    """Scratch for the campaign's benchmark JSON, mounted into containers at the same path. Known before
-    the run, so that a dry run prints the very paths the run uses."""
+def workdir_for(campaign: Campaign) -> Path:
+    """Scratch for the campaign's benchmark JSON, mounted into containers at the same path (under Slurm, the
+    [slurm] table's workdir, on a file system every node sees). Known before the run, so that a dry run
+    prints the very paths the run uses."""
+    if campaign.launcher == "slurm":
+        shared = slurm.settings(campaign.slurm).workdir
+        if shared:
+            return Path(shared).expanduser() / campaign.name
     return cache_dir() / "work" / campaign.name
 
 
 def planning_resources(campaign: Campaign, stacks: list[CampaignStack], host: HostFacts | None = None) -> Resources:
     """What planning needs, without building or running anything (a dry run stops here)."""
     resources = Resources(engine=get_engine(campaign.engine), workdir=workdir_for(campaign),
-                          host=host if host is not None else HostFacts.probe())
+                          launcher=campaign.launcher, host=host if host is not None else HostFacts.probe())
     for stack in stacks:
         if stack.is_host:
             resources.host_bench[stack.entry.host] = host_bench_path(stack.entry.host)

@@ -15,10 +15,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sqlalchemy import Engine
 
 from ..approaches import HostFacts, Refused
-from ..launchers import LocalLauncher
+from ..launchers import LocalLauncher, SlurmLauncher, slurm
+from ..registry import LAUNCHERS
 from ..spec.campaign import Campaign
 from ..store.campaigns import finished_case_keys, latest_campaign, start_campaign
 from . import stages
+from .batch import BatchRun
 from .matrix import expand, resolve_stacks
 from .prepare import planning_resources, prepare
 
@@ -83,37 +85,88 @@ def run(campaign: Campaign, database: Engine, console: Console, *, resume: bool 
                   + (f", {already} already done" if already else "") + f"; order seed {campaign.seed}",
                   highlight=False)
     prepare(todo, resources, say=lambda text: console.print(f"[dim]{escape(text)}[/dim]"))
-    launcher = LocalLauncher(resources.engine)
-    context = stages.CaseContext(campaign, campaign_id, resources, launcher, database,
-                                 tags={**campaign.tags, "campaign": campaign.name})
-    interrupted = False
-
-    def on_interrupt(*_):
-        nonlocal interrupted
-        interrupted = True
-        launcher.interrupt()
-
-    previous = signal.signal(signal.SIGINT, on_interrupt)
-    ran = 0
-    try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TimeRemainingColumn(), console=console, transient=True) as progress:
-            task = progress.add_task("cases", total=len(todo))
-            for number, case in enumerate(todo, start=1):
-                progress.update(task, description=escape(case.describe()))
-                outcome = stages.run_case(context, case)
-                if outcome is None:
-                    break
-                ran += 1
-                style = _STATUS_STYLE.get(outcome.status.value, "white")
-                note = f" — {escape(outcome.headline)}" if outcome.headline else ""
-                console.print(f"[{number}/{len(todo)}] [{style}]{outcome.status.value:<9}[/{style}] "
-                              f"{outcome.seconds:6.1f} s  {escape(case.key)}{note}", highlight=False, soft_wrap=True)
-                progress.advance(task)
-                if interrupted:
-                    break
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    tags = {**campaign.tags, "campaign": campaign.name}
+    if LAUNCHERS.get(campaign.launcher).capabilities.get("batch"):
+        ran, interrupted = _run_batched(campaign, campaign_id, resources, database, tags, todo, console)
+    else:
+        ran, interrupted = _run_locally(campaign, campaign_id, resources, database, tags, todo, console)
     if interrupted:
         console.print("[yellow]interrupted[/yellow]: finished cases are stored; `--resume` runs the rest")
     return SessionResult(campaign_id, ran, already, interrupted, time.monotonic() - start)
+
+
+class _Display:
+    """A progress bar over the cases and a line per case as it ends."""
+
+    def __init__(self, console: Console, total: int):
+        self.console, self.total, self.done = console, total, 0
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True)
+        self.task = self.progress.add_task("cases", total=total)
+
+    def __enter__(self) -> "_Display":
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.__exit__(*exc)
+
+    def describe(self, text: str) -> None:
+        self.progress.update(self.task, description=escape(text))
+
+    def ended(self, case, outcome: stages.Outcome) -> None:
+        self.done += 1
+        style = _STATUS_STYLE.get(outcome.status.value, "white")
+        note = f" — {escape(outcome.headline)}" if outcome.headline else ""
+        self.console.print(f"[{self.done}/{self.total}] [{style}]{outcome.status.value:<9}[/{style}] "
+                           f"{outcome.seconds:6.1f} s  {escape(case.key)}{note}", highlight=False, soft_wrap=True)
+        self.progress.advance(self.task)
+
+
+class _Interrupt:
+    """Ctrl-C sets `stopped` (and calls `then`) instead of raising, for the length of a `with` block."""
+
+    def __init__(self, then=lambda: None):
+        self.stopped, self.then = False, then
+
+    def _handle(self, *_) -> None:
+        self.stopped = True
+        self.then()
+
+    def __enter__(self) -> "_Interrupt":
+        self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        signal.signal(signal.SIGINT, self.previous)
+
+
+def _run_locally(campaign, campaign_id, resources, database, tags, todo, console) -> tuple[int, bool]:
+    launcher = LocalLauncher(resources.engine)
+    context = stages.CaseContext(campaign, campaign_id, resources, launcher, database, tags=tags)
+    ran = 0
+    with _Interrupt(launcher.interrupt) as interrupt, _Display(console, len(todo)) as display:
+        for case in todo:
+            display.describe(case.describe())
+            outcome = stages.run_case(context, case)
+            if outcome is None:
+                break
+            ran += 1
+            display.ended(case, outcome)
+            if interrupt.stopped:
+                break
+    return ran, interrupt.stopped
+
+
+def _run_batched(campaign, campaign_id, resources, database, tags, todo, console) -> tuple[int, bool]:
+    """Through a batch launcher: the jobs keep running when the session is interrupted; --resume collects
+    them."""
+    launcher = SlurmLauncher(slurm.settings(campaign.slurm))
+    context = stages.CaseContext(campaign, campaign_id, resources, launcher, database, tags=tags)
+    jobs_dir = resources.workdir / "slurm" / f"campaign-{campaign_id}"
+    with _Interrupt() as interrupt, _Display(console, len(todo)) as display:
+        display.describe(f"jobs in {jobs_dir}")
+        finished = BatchRun(context, launcher, jobs_dir, display.ended, lambda: interrupt.stopped).run(todo)
+    if not finished:
+        console.print(f"[yellow]jobs keep running[/yellow]; their bundles are in {escape(str(jobs_dir))}")
+    return display.done, not finished

@@ -93,7 +93,9 @@ def parse(launch: LaunchPlan, execution: Execution) -> Parsed:
         return Parsed([], str(error))
 
 
-def classify(execution: Execution, parsed: Parsed, timeout: float) -> Outcome:
+def classify(execution: Execution, parsed: Parsed, timeout: float, ranks: int | None = None) -> Outcome:
+    """The case's status. `ranks`: the job size the case asked for; a benchmark that reports another size
+    (an MPI started by srun with the wrong --mpi runs every rank as a singleton) failed."""
     tail = "\n".join(execution.stderr.strip().splitlines()[-15:])
     if execution.timed_out:
         return Outcome(RunStatus.TIMEOUT, f"killed after {timeout:g} s" + (f"\n{tail}" if tail else ""))
@@ -103,14 +105,20 @@ def classify(execution: Execution, parsed: Parsed, timeout: float) -> Outcome:
         return Outcome(status, f"exit status {execution.exit_code}" + (f"\n{tail}" if tail else ""))
     if not parsed.runs:
         return Outcome(RunStatus.FAILED, parsed.problem or "no benchmark output")
+    sizes = sorted({run.provenance.ranks for run in parsed.runs if run.provenance.ranks})
+    if ranks is not None and sizes and sizes != [ranks]:
+        return Outcome(RunStatus.FAILED, f"the benchmark ran with {sizes[0]} rank(s) where the case asked for {ranks}: "
+                                         "the ranks did not join one job (a launcher whose process-management "
+                                         "interface the MPI does not speak starts singletons)")
     problems = [run.status for run in parsed.runs if run.status is not RunStatus.OK]
     return Outcome(problems[0] if problems else RunStatus.OK)  # any run's problem is the case's
 
 
 def record(context: CaseContext, case: Case, outcome: Outcome, runs: list[ParsedRun],
-           launch: LaunchPlan | None = None, execution: Execution | None = None) -> int:
+           launch: LaunchPlan | None = None, execution: Execution | None = None,
+           launcher_facts: dict[str, str] | None = None) -> int:
     """Write the case's runs (or one empty run carrying its status) in one transaction; returns the number
-    of results stored."""
+    of results stored. `launcher_facts`: tags the launcher knows of this launch (job, step, nodes)."""
     runs = runs or [ParsedRun.empty(case.benchmark.name)]
     now = datetime.now(timezone.utc)
     facts = Provenance(stack=case.stack.name, approach=case.approach.name, launcher=context.campaign.launcher,
@@ -130,6 +138,7 @@ def record(context: CaseContext, case: Case, outcome: Outcome, runs: list[Parsed
             facts.image_digest = context.resources.digests.get(case.stack.name)
     if execution is not None:
         facts.environment = execution.environment
+    tags.update(launcher_facts or {})
     for run in runs:
         if not run.provenance.hosts:
             run.provenance.hosts = [socket.gethostname()]
@@ -141,24 +150,39 @@ def record(context: CaseContext, case: Case, outcome: Outcome, runs: list[Parsed
     return sum(run.result_count for run in runs)
 
 
+def settle(context: CaseContext, case: Case) -> LaunchPlan | Outcome:
+    """The case's launch plan; or, for a case that cannot launch (skipped, its image missing, refused by
+    its approach), its recorded outcome."""
+    if case.skip:
+        outcome = Outcome(RunStatus.SKIPPED, case.skip)
+    elif build_failure := context.resources.build_failure(case):
+        outcome = Outcome(RunStatus.FAILED, build_failure)
+    else:
+        try:
+            return plan(context.campaign, case, context.resources)
+        except Refused as refused:
+            outcome = Outcome(RunStatus.SKIPPED, str(refused))
+    record(context, case, outcome, [])
+    return outcome
+
+
+def conclude(context: CaseContext, case: Case, launch: LaunchPlan, execution: Execution, attempts: int = 1,
+             launcher_facts: dict[str, str] | None = None) -> Outcome:
+    """Parse, classify and record a launch that ended."""
+    parsed = parse(launch, execution)
+    judged = classify(execution, parsed, context.campaign.timeout, case.placement.ranks)
+    count = record(context, case, judged, parsed.runs, launch, execution, launcher_facts)
+    return Outcome(judged.status, judged.message, count, attempts, execution.seconds)
+
+
 def run_case(context: CaseContext, case: Case) -> Outcome | None:
     """Plan, launch, parse, classify and record one case; None when it was interrupted (nothing
     recorded, so that --resume runs it again)."""
-    if case.skip:
-        outcome = Outcome(RunStatus.SKIPPED, case.skip)
-        record(context, case, outcome, [])
-        return outcome
-    build_failure = context.resources.build_failure(case)
-    if build_failure:
-        outcome = Outcome(RunStatus.FAILED, build_failure)
-        record(context, case, outcome, [])
-        return outcome
-    try:
-        launch = plan(context.campaign, case, context.resources)
-    except Refused as refused:
-        outcome = Outcome(RunStatus.SKIPPED, str(refused))
-        record(context, case, outcome, [])
-        return outcome
+    launch = settle(context, case)
+    if isinstance(launch, Outcome):
+        return launch
+    if launch.output is not None:
+        launch.output.unlink(missing_ok=True)  # never read a result an earlier run left there
     attempts = 0
     while True:
         attempts += 1
@@ -168,7 +192,4 @@ def run_case(context: CaseContext, case: Case) -> Outcome | None:
         if execution.exit_code in INFRASTRUCTURE_EXIT_CODES and attempts <= context.campaign.retries:
             continue
         break
-    parsed = parse(launch, execution)
-    judged = classify(execution, parsed, context.campaign.timeout)
-    count = record(context, case, judged, parsed.runs, launch, execution)
-    return Outcome(judged.status, judged.message, count, attempts, execution.seconds)
+    return conclude(context, case, launch, execution, attempts)

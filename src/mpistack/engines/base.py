@@ -56,6 +56,7 @@ class ContainerRun:
     share_pid: bool = False  # --pid host: ranks in several containers have distinct process ids
     single_copy: bool = False  # SINGLE_COPY_FLAGS
     passthrough: Sequence[str] = ()  # --env patterns passed from the launcher (PMI_*)
+    preserve_fds: int = 0  # file descriptors 3.. kept open inside (srun's PMI-2 socket)
 
     def confinement_flags(self) -> list[str]:
         """The flags that widen podman's default confinement, as recorded with each run."""
@@ -188,6 +189,8 @@ class Engine:
         args = ["run", "--rm", "--network", "host", *spec.confinement_flags()]
         if spec.label:
             args += ["--label", f"mpistack.case={spec.label}"]
+        if spec.preserve_fds:
+            args += ["--preserve-fds", str(spec.preserve_fds)]
         for mount in spec.mounts:
             args += ["-v", mount]
         for pattern in spec.passthrough:

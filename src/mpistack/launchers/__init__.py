@@ -3,7 +3,9 @@ Each registers itself in LAUNCHERS; a campaign names one with `launcher = "..."`
 
 from __future__ import annotations
 
-from .base import Execution, Launcher, LaunchPlan, recorded_environment
+from .base import Execution, Launcher, LaunchPlan, PerRankStart, RankStarter, recorded_environment
 from .local import LocalLauncher
+from .slurm import SlurmLauncher
 
-__all__ = ["Execution", "LaunchPlan", "Launcher", "LocalLauncher", "recorded_environment"]
+__all__ = ["Execution", "LaunchPlan", "Launcher", "LocalLauncher", "PerRankStart", "RankStarter", "SlurmLauncher",
+           "recorded_environment"]

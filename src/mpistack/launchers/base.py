@@ -7,6 +7,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+from ..spec.campaign import Placement
+
 # Settings that change how MPI communicates: recorded with every run, as they were when it ran.
 RECORDED_ENV_PREFIXES = ("FI_", "UCX_", "MPIR_CVAR_", "MPICH_", "OMPI_MCA_", "PMIX_MCA_", "I_MPI_", "LD_LIBRARY_PATH")
 
@@ -39,6 +41,30 @@ class Execution:
     @property
     def seconds(self) -> float:
         return (self.finished - self.started).total_seconds()
+
+
+@dataclass(frozen=True)
+class PerRankStart:
+    """How a launcher starts one container per rank: the command before the container's, and how many file
+    descriptors (from 3 on) the container must keep for the ranks to reach the process manager."""
+
+    argv: list[str]
+    preserve_fds: int = 0
+
+
+class RankStarter(Protocol):
+    """How a launcher starts the ranks of a case; the approaches build their command lines with it."""
+
+    def ranks(self, mpi: str, placement: Placement, program: str | None = None) -> list[str]:
+        """The command that starts placement.ranks ranks of an MPI of this family (`program`: a wheel's own
+        mpiexec, where the launcher uses one)."""
+
+    def ranks_in_containers(self, mpi: str, placement: Placement) -> PerRankStart:
+        """The command that starts one container per rank, the process manager outside them."""
+
+    def one_task(self, placement: Placement) -> list[str]:
+        """The command that starts one process with room for every rank on one node (a container whose own
+        mpiexec starts the ranks); empty where nothing is needed."""
 
 
 class Launcher(Protocol):

@@ -11,12 +11,38 @@ from datetime import datetime, timezone
 
 from ..engines import Engine
 from ..registry import LAUNCHERS
-from .base import Execution, LaunchPlan, recorded_environment
+from ..spec.campaign import Placement
+from .base import Execution, LaunchPlan, PerRankStart, recorded_environment
 
 KILL_GRACE_SECONDS = 3
+HOST_LAUNCHERS = {
+    "mpich": ["mpiexec.mpich"],
+    # --oversubscribe: campaigns here may run more ranks than cores (2-core CI machines)
+    "openmpi": ["mpirun.openmpi", "--oversubscribe"],
+}
 
 
-@LAUNCHERS.register("local", max_nodes=1)
+class Mpiexec:
+    """Ranks on this machine, started by the host's mpiexec (or a wheel's)."""
+
+    def ranks(self, mpi: str, placement: Placement, program: str | None = None) -> list[str]:
+        launcher, *options = HOST_LAUNCHERS[mpi]
+        argv = [program or launcher, *options, "-n", str(placement.ranks)]
+        if placement.binding != "none":
+            argv += ["-bind-to", placement.binding] if mpi == "mpich" else ["--bind-to", placement.binding]
+        return argv
+
+    def ranks_in_containers(self, mpi: str, placement: Placement) -> PerRankStart:
+        """MPICH's Hydra in its PMI_PORT mode: the process-management wire protocol goes over TCP, which
+        crosses into a container on the host network."""
+        argv = self.ranks(mpi, placement)
+        return PerRankStart([argv[0], "-pmi-port", *argv[1:]])
+
+    def one_task(self, placement: Placement) -> list[str]:
+        return []
+
+
+@LAUNCHERS.register("local", max_nodes=1, starter=Mpiexec())
 class LocalLauncher:
     def __init__(self, engine: Engine | None = None):
         self.engine = engine  # removes a killed case's containers

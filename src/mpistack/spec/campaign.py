@@ -145,6 +145,41 @@ class AnalysisEntry(_Model):
         return self
 
 
+#: a value written into an `#SBATCH` line: no white space, quotes, backslashes, `$` or back-quotes, which
+#: sbatch's directive parser or a shell would read as more than one word
+SbatchValue = Annotated[str, Field(pattern=r"^[^\s'\"\\$`]+$", max_length=256)]
+SbatchOption = Annotated[str, Field(pattern=r"^--?[A-Za-z][^\s'\"\\$`]*$", max_length=256)]
+
+
+class SlurmEntry(_Model):
+    """How the Slurm launcher submits a campaign (`launcher = "slurm"`): the allocation of its batch jobs.
+    Keys left out come from the user's defaults (~/.config/mpistack/slurm.toml, the same keys)."""
+
+    account: SbatchValue | None = None
+    partition: SbatchValue | None = None
+    reservation: SbatchValue | None = None
+    qos: SbatchValue | None = None
+    constraint: SbatchValue | None = None
+    #: sbatch --time of each job (minutes, or [D-]HH:MM:SS); default: enough for its cases' timeouts
+    time_limit: Annotated[str, Field(pattern=r"^(\d+|(\d+-)?\d{1,2}(:\d{2}){0,2})$")] | None = None
+    #: more sbatch options, each one word, e.g. "--gres=gpu:4" or "--mem=0"
+    sbatch_options: list[SbatchOption] = Field(default_factory=list)
+    #: whole nodes for the jobs (sbatch --exclusive): no other job disturbs the measurements
+    exclusive: bool = True
+    #: cases per batch job: one allocation runs many cases, one after another
+    cases_per_job: Annotated[int, Field(ge=1, le=100000)] = 50
+    #: seconds between two looks at the jobs (one squeue call for all); it doubles while nothing changes,
+    #: up to max_poll_interval
+    poll_interval: Annotated[float, Field(ge=0.1, le=600)] = 2.0
+    max_poll_interval: Annotated[float, Field(ge=0.1, le=3600)] = 30.0
+    #: a job still pending after this many seconds is cancelled and its cases recorded as failed with the
+    #: pending reason
+    pending_limit: Annotated[float, Field(gt=0)] = 6 * 3600
+    #: a directory on a file system every node sees: job scripts and each case's output (default: the
+    #: campaign's work directory)
+    workdir: str | None = None
+
+
 class CaseFilter(_Model):
     """Case fields matched with shell-style patterns: stack, approach, benchmark, ranks, nodes, buffers, variant."""
 
@@ -182,6 +217,8 @@ class Campaign(_Model):
     placements: list[Placement] = Field(alias="placement", default_factory=lambda: [Placement()])
     variants: list[VariantEntry] = Field(alias="variant", default_factory=list)
     analysis: AnalysisEntry = Field(default_factory=AnalysisEntry)
+    #: the Slurm launcher's settings (only with launcher = "slurm")
+    slurm: SlurmEntry | None = None
     include: list[CaseFilter] = Field(default_factory=list)
     exclude: list[CaseFilter] = Field(default_factory=list)
     #: where the file was read from (not part of the file)
@@ -211,6 +248,8 @@ class Campaign(_Model):
             duplicates = sorted({name for name in names if names.count(name) > 1})
             if duplicates:
                 raise ValueError(f"{kind} names must be unique; repeated: {', '.join(duplicates)}")
+        if self.slurm is not None and self.launcher != "slurm":
+            raise ValueError(f"a [slurm] table needs launcher = \"slurm\" (the launcher is {self.launcher!r})")
         known = {DEFAULT_VARIANT, *(variant.name for variant in self.variants)}
         for variant in self.variants:
             if variant.baseline not in known:
