@@ -147,7 +147,7 @@ class AnalysisEntry(_Model):
 
 #: a value written into an `#SBATCH` line: no white space, quotes, backslashes, `$` or back-quotes, which
 #: sbatch's directive parser or a shell would read as more than one word
-SbatchValue = Annotated[str, Field(pattern=r"^[^\s'\"\\$`]+$", max_length=256)]
+SbatchValue = Annotated[str, Field(pattern=r"^[^\s'\"\\$`]+$", max_length=1024)]
 SbatchOption = Annotated[str, Field(pattern=r"^--?[A-Za-z][^\s'\"\\$`]*$", max_length=256)]
 
 
@@ -176,8 +176,8 @@ class SlurmEntry(_Model):
     #: pending reason
     pending_limit: Annotated[float, Field(gt=0)] = 6 * 3600
     #: a directory on a file system every node sees: job scripts and each case's output (default: the
-    #: campaign's work directory)
-    workdir: str | None = None
+    #: campaign's work directory); it goes into #SBATCH lines, so it has no white space or quotes
+    workdir: SbatchValue | None = None
 
 
 class CaseFilter(_Model):

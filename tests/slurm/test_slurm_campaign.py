@@ -1,0 +1,234 @@
+"""Campaigns on the two-node demo cluster through the Slurm launcher: results of both placements with the
+nodes they ran on, a case over its limit, a cancelled job, a node that fails mid-job, and `mpistack run`
+killed while its jobs are queued. Nothing here mocks Slurm, MPI or the store.
+
+These tests run before test_slurm_cluster.py (file order), whose last test stops the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import SlurmCluster
+from .test_slurm_cluster import node_state, wait_for
+
+pytestmark = pytest.mark.slurm
+
+FAST = '["-m", "1:1024", "-i", "50", "-x", "5"]'
+OSU_TEXT = "# OSU MPI Latency Test v7.2\\n# Size          Latency (us)\\n1                       1.00\\n"
+
+
+def campaign_text(name: str, workdir: Path, body: str, *, timeout: int = 60, cases_per_job: int = 10) -> str:
+    return f"""
+name = "{name}"
+launcher = "slurm"
+timeout = {timeout}
+retries = 1
+order = "matrix"
+approaches = ["native"]
+benchmark_options = {FAST}
+
+[slurm]
+workdir = "{workdir}"
+cases_per_job = {cases_per_job}
+poll_interval = 0.3
+max_poll_interval = 1.0
+pending_limit = 300
+
+[[stack]]
+name = "host-mpich"
+host = "mpich"
+{body}
+"""
+
+
+def start_mpistack(cluster: SlurmCluster, tmp_path: Path, text: str, *extra: str) -> subprocess.Popen:
+    path = tmp_path / "campaign.toml"
+    path.write_text(text)
+    env = cluster.env(MPISTACK_SLURM_DEFAULTS=str(tmp_path / "no-defaults.toml"), COLUMNS="200")
+    return subprocess.Popen([sys.executable, "-m", "mpistack", "run", str(path), "--db", str(tmp_path / "db.sqlite"),
+                             *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 300) -> str:
+    out, _ = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, out
+    return out
+
+
+def mpistack(tmp_path: Path, *args: str) -> str:
+    proc = subprocess.run([sys.executable, "-m", "mpistack", *args, "--db", str(tmp_path / "db.sqlite")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def runs(tmp_path: Path) -> list[dict]:
+    return json.loads(mpistack(tmp_path, "runs", "--format", "json"))
+
+
+def shown(tmp_path: Path, run: int) -> dict:
+    return json.loads(mpistack(tmp_path, "show", str(run), "--format", "json"))
+
+
+def bundles(jobs: Path) -> list[dict]:
+    return [json.loads(path.read_text()) for path in sorted(jobs.glob("bundle-*.json"))]
+
+
+def jobs_dir(workdir: Path, name: str) -> Path:
+    return workdir / name / "slurm" / "campaign-1"
+
+
+def test_two_node_campaign_names_both_nodes(slurm_cluster, tmp_path):
+    body = """
+[[stack]]
+name = "host-openmpi"
+host = "openmpi"
+
+[[benchmark]]
+name = "latency"
+
+[[placement]]
+ranks = 2
+nodes = 1
+
+[[placement]]
+ranks = 2
+nodes = 2
+ranks_per_node = 1
+"""
+    finish(start_mpistack(slurm_cluster, tmp_path, campaign_text("two-node", tmp_path, body)))
+    stored = runs(tmp_path)
+    assert len(stored) == 4 and {run["status"] for run in stored} == {"ok"}, stored
+    for run in stored:
+        details = shown(tmp_path, run["run"])
+        tags = details["tags"]
+        hosts = sorted(set(details["hosts"]))  # one name per rank
+        assert tags["slurm_job_id"].isdigit() and tags["slurm_step_id"].isdigit() and tags["slurm_partition"] == "debug"
+        mpi = "pmi2" if run["stack"] == "host-mpich" else "pmix"
+        assert details["command"].startswith(f"srun --mpi={mpi} --nodes={run['nodes']} --ntasks=2")
+        if run["nodes"] == 2:
+            assert hosts == ["node1", "node2"], details
+        else:
+            assert len(hosts) == 1 and hosts[0] in ("node1", "node2"), details
+        if mpi == "pmix":
+            assert details["environment"]["PMIX_MCA_psec"] == "native"
+
+
+def test_a_case_over_its_limit_is_a_timeout_and_the_next_runs(slurm_cluster, tmp_path):
+    body = """
+[[benchmark]]
+name = "hang"
+program = "/bin/sleep"
+options = ["300"]
+
+[[benchmark]]
+name = "latency"
+"""
+    finish(start_mpistack(slurm_cluster, tmp_path, campaign_text("limit", tmp_path, body, timeout=4)))
+    by_benchmark = {run["benchmark"]: run for run in runs(tmp_path)}
+    assert by_benchmark["hang"]["status"] == "timeout"
+    assert "killed after 4 s" in by_benchmark["hang"]["message"]
+    assert by_benchmark["latency"]["status"] == "ok"
+    hang, latency = (shown(tmp_path, by_benchmark[name]["run"])["tags"] for name in ("hang", "latency"))
+    assert hang["slurm_job_id"] == latency["slurm_job_id"]  # one job ran both, the second after the first
+
+
+def test_a_cancelled_job_is_recorded_and_the_rest_go_on(slurm_cluster, tmp_path):
+    body = """
+[[benchmark]]
+name = "hang"
+program = "/bin/sleep"
+options = ["300"]
+
+[[benchmark]]
+name = "latency"
+"""
+    proc = start_mpistack(slurm_cluster, tmp_path, campaign_text("cancel", tmp_path, body, timeout=120,
+                                                                  cases_per_job=1))
+    jobs = jobs_dir(tmp_path, "cancel")
+    try:
+        first = wait_for(lambda: next((b for b in bundles(jobs) if b["job"] and any(
+            (jobs / label / "started").exists() for label in b["cases"])), None), 60)
+        assert first, "no case started"
+        slurm_cluster.run("scancel", first["job"])
+        out = finish(proc)
+    finally:
+        proc.kill()
+    by_benchmark = {run["benchmark"]: run for run in runs(tmp_path)}
+    assert by_benchmark["hang"]["status"] == "failed", out
+    assert f"job {first['job']} ended CANCELLED" in by_benchmark["hang"]["message"]
+    assert by_benchmark["latency"]["status"] == "ok"
+
+
+def test_a_node_failure_is_retried_not_hung(slurm_cluster, tmp_path):
+    marker = tmp_path / "first-attempt"
+    script = (f'if mkdir {marker} 2>/dev/null; then sleep 300; fi; '
+              f'[ "$SLURM_PROCID" = 0 ] && printf "{OSU_TEXT}"; true')
+    body = f"""
+[[benchmark]]
+name = "latency"
+program = "/bin/bash"
+options = ["-c", {json.dumps(script)}]
+
+[[placement]]
+ranks = 2
+nodes = 2
+ranks_per_node = 1
+"""
+    proc = start_mpistack(slurm_cluster, tmp_path, campaign_text("node-fail", tmp_path, body, timeout=200))
+    jobs = jobs_dir(tmp_path, "node-fail")
+    try:
+        assert wait_for(lambda: marker.exists(), 60), "the case did not start"
+        pid = int((slurm_cluster.dir / "run" / "slurmd-node2.pid").read_text())
+        os.kill(pid, signal.SIGKILL)
+        # the job ends NODE_FAIL once node2 is declared down; mpistack submits the case again
+        assert wait_for(lambda: len(bundles(jobs)) == 2, 120), slurm_cluster.log_tail("slurmctld.log")
+        assert slurm_cluster.script("start").returncode == 0  # node2 back, so that the retry can run
+        out = finish(proc, timeout=240)
+    finally:
+        proc.kill()
+        if node_state(slurm_cluster, "node2").endswith("*"):
+            slurm_cluster.script("start")
+    (run,) = runs(tmp_path)
+    assert run["status"] == "ok", out
+    tags = shown(tmp_path, run["run"])["tags"]
+    assert tags["attempt"] == "2"
+    assert "NODE_FAIL" in tags["earlier_attempts"] and "its node failed" in tags["earlier_attempts"]
+
+
+def test_killed_run_resumes_without_submitting_twice(slurm_cluster, tmp_path):
+    body = """
+[[benchmark]]
+name = "latency"
+
+[[placement]]
+ranks = 2
+nodes = 1
+
+[[placement]]
+ranks = 2
+nodes = 2
+ranks_per_node = 1
+"""
+    text = campaign_text("resume", tmp_path, body, cases_per_job=2).replace('order = "matrix"', "repeats = 3")
+    proc = start_mpistack(slurm_cluster, tmp_path, text)
+    jobs = jobs_dir(tmp_path, "resume")
+    assert wait_for(lambda: len([b for b in bundles(jobs) if b["job"]]) == 3, 60), bundles(jobs)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    submitted = sorted(b["job"] for b in bundles(jobs))
+    finish(start_mpistack(slurm_cluster, tmp_path, text, "--resume"))
+    stored = runs(tmp_path)
+    cases = [run["tags"]["case"] for run in stored]
+    assert len(cases) == 6 and len(set(cases)) == 6, cases
+    assert {run["status"] for run in stored} == {"ok"}
+    assert sorted(b["job"] for b in bundles(jobs)) == submitted  # nothing submitted again
+    assert {shown(tmp_path, run["run"])["tags"]["slurm_job_id"] for run in stored} == set(submitted)
