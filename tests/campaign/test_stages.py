@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import datetime, timezone
 
 import pytest
 
@@ -15,6 +16,7 @@ from mpistack.campaign import stages
 from mpistack.campaign.matrix import expand, resolve_stacks
 from mpistack.campaign.prepare import planning_resources, prepare
 from mpistack.launchers import LocalLauncher
+from mpistack.parsers import parse_text
 from mpistack.spec.campaign import load_campaign_text
 from mpistack.spec.status import RunStatus
 from mpistack.store import open_database
@@ -128,3 +130,20 @@ def test_a_stack_whose_image_cannot_be_had_fails_its_cases_only(tmp_path):
     context = case_context(campaign, resources, tmp_path / "m.db")
     outcomes = [(case.stack.name, stages.run_case(context, case).status) for case in cases]
     assert outcomes == [("host-mpich", RunStatus.OK), ("pip-mpich", RunStatus.FAILED)]
+
+
+def _execution(stdout: str = "") -> stages.Execution:
+    now = datetime.now(timezone.utc)
+    return stages.Execution(exit_code=0, timed_out=False, interrupted=False, stdout=stdout, stderr="",
+                            started=now, finished=now, environment={})
+
+
+def test_singletons_are_a_failure(tmp_path):
+    """An MPI started by a launcher whose process-management interface it does not speak runs every rank
+    as a job of its own: the benchmark reports size 1 where the case asked for 2."""
+    runs = parse_text("# OSU MPI Latency Test v7.5\n# Size       Avg Latency(us)\n1   1.50\n", "stdout")
+    runs[0].provenance.ranks = 1
+    judged = stages.classify(_execution(), stages.Parsed(runs), 60, ranks=2)
+    assert judged.status is RunStatus.FAILED and "ran with 1 rank(s) where the case asked for 2" in judged.message
+    runs[0].provenance.ranks = 2
+    assert stages.classify(_execution(), stages.Parsed(runs), 60, ranks=2).status is RunStatus.OK

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mpistack.launchers.slurm import (BatchCase, JobState, Srun, _parse_states, read_case, render_script, settings,
-                                      started, step_env, time_limit)
+from mpistack.launchers.slurm import (BatchCase, JobState, Srun, _mpi_plugins, _parse_states, read_case,
+                                      render_script, settings, started, step_env, time_limit)
 from mpistack.spec.campaign import CampaignError, Placement, SlurmEntry, load_campaign_text
 
 SRUN = Srun()
@@ -199,3 +199,14 @@ def test_job_states_from_squeue():
     assert states["12"] == JobState("12", "PENDING", "Resources", "")
     assert not states["13"].ended and states["14"].ended and states["14"].state == "CANCELLED"
     assert "99" not in states
+
+
+@pytest.mark.parametrize("text, expected", [
+    # Slurm 22.05 and later
+    ("MPI plugin types are...\n\tpmix\n\tnone\n\tcray_shasta\n\tpmi2\n"
+     "specific pmix plugin versions available: pmix_v4\n", {"pmix", "none", "cray_shasta", "pmi2", "pmix_v4"}),
+    # older releases prefix every line
+    ("srun: MPI types are...\nsrun: none\nsrun: pmi2\n", {"none", "pmi2"}),
+])
+def test_mpi_plugins_from_srun_list(text, expected):
+    assert _mpi_plugins(text) == expected

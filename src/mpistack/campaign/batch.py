@@ -94,6 +94,14 @@ class Journal:
         return self.directory / f"{bundle.name}.out"
 
 
+def _missing_plugin(argv: list[str], offered: set[str] | None) -> str | None:
+    """The case's `--mpi=X` when srun does not offer X."""
+    wanted = next((item for item in argv if item.startswith("--mpi=")), None)
+    if offered is None or wanted is None or wanted.removeprefix("--mpi=") in offered:
+        return None
+    return wanted
+
+
 class BatchRun:
     """One session of a campaign on a batch launcher."""
 
@@ -112,6 +120,7 @@ class BatchRun:
     # -- the loop -------------------------------------------------------------------------------------
     def run(self, cases: list[Case]) -> bool:
         """Run every case to a recorded outcome; False when stopped first (jobs keep running)."""
+        offered = self.launcher.mpi_plugins()
         for case in cases:
             launch = stages.settle(self.context, case)
             if isinstance(launch, stages.Outcome):
@@ -120,6 +129,10 @@ class BatchRun:
             label = stages.case_label(self.context.campaign, case)
             self.open[label] = OpenCase(case, launch, self.journal.directory / label,
                                         {**launch.env, **step_env(case.stack.mpi_impl)})
+            missing = _missing_plugin(launch.argv, offered)
+            if missing:
+                self._finish_failed(label, RunStatus.FAILED, f"srun {missing}: this cluster's srun offers "
+                                                             f"{', '.join(sorted(offered))} (srun --mpi=list)")
         self._find_earlier_jobs()
         self._collect()
         queued = {label for bundle in self.active.values() for label in bundle.labels}

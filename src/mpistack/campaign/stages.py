@@ -6,7 +6,9 @@
     classify  Execution, Parsed -> Outcome  (status and the message a person reads)
     record    ... -> run ids                (one transaction in the store, as the case ends)
 
-`run_case` strings them together with the retry budget for infrastructure failures.
+`settle` is what comes before the launch (a case that cannot launch is recorded at once) and `conclude` what
+comes after it (parse, classify, record): `run_case` strings them together around the local launcher, with
+the retry budget for infrastructure failures; a batch launcher (campaign/batch.py) launches in between.
 """
 
 from __future__ import annotations

@@ -289,6 +289,16 @@ class SlurmLauncher:
                     if job in job_ids}
         return _parse_states(proc.stdout, job_ids)
 
+    def mpi_plugins(self) -> set[str] | None:
+        """The PMI plug-ins this cluster's srun offers (`srun --mpi=list`), None when it cannot tell."""
+        try:
+            proc = self._run("srun", "--mpi=list", check=False)
+        except SlurmError:
+            return None
+        if proc.returncode != 0:
+            return None
+        return _mpi_plugins(proc.stdout + proc.stderr)
+
     def cancel(self, job_ids: list[str]) -> None:
         if job_ids:
             self._run("scancel", *job_ids, check=False)
@@ -311,3 +321,16 @@ def _parse_states(text: str, job_ids: list[str]) -> dict[str, JobState]:
         job, state, reason, nodes = parts[:4]
         states[job] = JobState(job, state.split()[0] if state else "UNKNOWN", reason, nodes)
     return states
+
+
+def _mpi_plugins(text: str) -> set[str]:
+    """The plug-in names in `srun --mpi=list` output: one per line, after an "srun:" prefix in older
+    releases, and "pmix_v4"-style versions on a line of their own in newer ones."""
+    names = set()
+    for line in text.splitlines():
+        words = line.removeprefix("srun:").replace(":", " ").split()
+        if len(words) == 1 and re.fullmatch(r"[a-z][a-z0-9_]*", words[0]):
+            names.add(words[0])
+        elif line.strip().startswith("specific pmix plugin versions available"):
+            names.update(word for word in words if re.fullmatch(r"pmix_v\d+", word))
+    return names
