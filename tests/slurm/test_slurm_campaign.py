@@ -8,6 +8,7 @@ These tests run before test_slurm_cluster.py (file order), whose last test stops
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -232,3 +233,51 @@ ranks_per_node = 1
     assert {run["status"] for run in stored} == {"ok"}
     assert sorted(b["job"] for b in bundles(jobs)) == submitted  # nothing submitted again
     assert {shown(tmp_path, run["run"])["tags"]["slurm_job_id"] for run in stored} == set(submitted)
+
+
+def test_containers_under_srun(slurm_cluster, tmp_path):
+    """The PyPI MPICH image (ch4:ofi over TCP): one container per rank on one node and across the two
+    nodes (srun's PMI-2 socket handed into each container), and one container with its own mpiexec."""
+    body = """
+[[stack]]
+name = "pip-mpich"
+
+[[benchmark]]
+name = "latency"
+
+[[placement]]
+ranks = 2
+nodes = 1
+
+[[placement]]
+ranks = 2
+nodes = 2
+ranks_per_node = 1
+"""
+    text = campaign_text("containers", tmp_path, body).replace('approaches = ["native"]',
+                                                              'approaches = ["container", "hybrid"]')
+    text = text.replace('[[stack]]\nname = "host-mpich"\nhost = "mpich"\n', "")
+    out = finish(start_mpistack(slurm_cluster, tmp_path, text), timeout=900)
+    status = {(run["approach"], run["nodes"]): run for run in runs(tmp_path)}
+    assert status[("container", 2)]["status"] == "skipped"  # one container cannot span two nodes
+    for key in (("container", 1), ("hybrid", 1), ("hybrid", 2)):
+        assert status[key]["status"] == "ok", out
+    details = shown(tmp_path, status[("hybrid", 2)]["run"])
+    assert sorted(set(details["hosts"])) == ["node1", "node2"]
+    assert "--preserve-fds 1" in details["command"]
+    assert re.search(r"MPICH Version:\s+4\.3\.2", details["mpi_library_version"])
+
+
+def test_a_job_that_pends_too_long_is_cancelled_with_its_reason(slurm_cluster, tmp_path):
+    body = """
+[[benchmark]]
+name = "latency"
+"""
+    text = campaign_text("pending", tmp_path, body).replace(
+        "pending_limit = 300", 'pending_limit = 3\nsbatch_options = ["--begin=now+1hour"]')
+    finish(start_mpistack(slurm_cluster, tmp_path, text))
+    (run,) = runs(tmp_path)
+    assert run["status"] == "failed"
+    assert "still pending after 3 s (reason: BeginTime); cancelled" in run["message"]
+    job = bundles(jobs_dir(tmp_path, "pending"))[0]["job"]
+    assert slurm_cluster.run("squeue", "-h", "-j", job, "-o", "%T", check=False).stdout.strip() in ("", "CANCELLED")
