@@ -82,3 +82,23 @@ def test_bad_stack_file(tmp_path):
 def test_base_rejects_non_debian():
     result = invoke("base", "ubuntu:noble")
     assert result.exit_code == 2 and "only debian:<suite>" in result.output
+
+
+def test_render_srun_lines_for_centre_runtimes():
+    """One container per rank under srun, for the runtimes of centres: the PMI plug-in of the stack's MPI,
+    the placement, and the stack's settings where each runtime takes them."""
+    pyxis = invoke("stack", "render", "cscs-openmpi5-lnx", "--srun", "pyxis", "--ranks", "8", "--nodes", "4")
+    assert pyxis.exit_code == 0
+    assert pyxis.stdout.startswith("env PMIX_MCA_psec=native ")
+    assert ("srun --mpi=pmix --nodes=4 --ntasks=8 --ntasks-per-node=2 --cpu-bind=none --kill-on-bad-exit=1 "
+            "'--container-image=localhost#mpistack/cscs-openmpi5-lnx:openmpi5.0.8-cxi12.0.1-ofi2.1' "
+            "--container-env=PMIX_MCA_psec,") in pyxis.stdout
+    edf = invoke("stack", "render", "cscs-mpich-cpu", "--srun", "cscs-ce")
+    assert edf.stdout == ("srun --mpi=pmi2 --nodes=2 --ntasks=2 --ntasks-per-node=1 --cpu-bind=none "
+                          "--kill-on-bad-exit=1 --environment=cscs-mpich-cpu mpistack-bench latency\n")
+    apptainer = invoke("stack", "render", "debian-mpich", "--srun", "apptainer", "--nodes", "1")
+    assert "apptainer exec --no-eval debian-mpich.sif mpistack-bench latency" in apptainer.stdout
+    unknown = invoke("stack", "render", "debian-mpich", "--srun", "shifter")
+    assert unknown.exit_code == 2 and "expected one of" in unknown.output
+    bad = invoke("stack", "render", "debian-mpich", "--srun", "pyxis", "--ranks", "1", "--nodes", "2")
+    assert bad.exit_code == 2 and "ranks (1) must be at least nodes (2)" in bad.output

@@ -93,12 +93,21 @@ def render_command(
                                                  "quay.io/... name; default: the local tag)")] = None,
     allow_unpinned: Annotated[bool, typer.Option("--allow-unpinned", help="render unpinned components as steps "
                                                  "that fail the build (for review)")] = False,
+    srun: Annotated[Optional[str], typer.Option("--srun", metavar="RUNTIME",
+                                                help="print the srun line that starts one container per rank "
+                                                     "with a centre's runtime: pyxis, cscs-ce or apptainer")] = None,
+    ranks: Annotated[int, typer.Option("--ranks", min=1, help="ranks of the --srun line")] = 2,
+    nodes: Annotated[int, typer.Option("--nodes", min=1, help="nodes of the --srun line")] = 2,
 ) -> None:
-    """Render a stack: Containerfile on stdout (or --apptainer/--edf/--env/--binds), or everything to --out."""
+    """Render a stack: Containerfile on stdout (or --apptainer/--edf/--env/--binds/--srun), or everything to
+    --out."""
     from .. import runtime
     from ..recipes import RecipeError, render, write_context
 
     s = _load(name)
+    if srun:
+        print(_srun_line(s, srun, ranks, nodes, image, gpu))
+        return
     if edf or env or binds:
         if edf:
             print(runtime.edf(s, gpu=gpu, image=image), end="")
@@ -124,6 +133,31 @@ def render_command(
                   f"{len(files)} runtime files under {output}/runtime/")
         return
     print(recipe.apptainer if apptainer else recipe.containerfile, end="")
+
+
+def _srun_line(s, container_runtime: str, ranks: int, nodes: int, image: str | None, gpu: bool) -> str:
+    """The benchmark under srun, one container per rank: pyxis takes the image reference, Apptainer the
+    image built from `--apptainer` (NAME.sif), the CSCS Container Engine the EDF from `--edf` (~/.edf/NAME)."""
+    import shlex
+
+    from .. import runtime
+    from ..launchers.slurm import Srun, step_env
+    from ..launchers.srun_containers import RankContainer, srun_environment, wrap
+    from ..spec.campaign import Placement
+
+    default_image = f"{s.name}.sif" if container_runtime == "apptainer" else s.image_ref()
+    container = RankContainer(image=image or default_image, env={**runtime.presets(s, gpu=gpu).env,
+                                                                  **step_env(s.mpi.impl)}, edf=s.name)
+    try:
+        placement = Placement(ranks=ranks, nodes=nodes)
+        argv = wrap(container_runtime, Srun().ranks(s.mpi.impl, placement), container,
+                    ["mpistack-bench", "latency"])
+    except (KeyError, ValueError) as error:
+        err.print(f"[red]error:[/red] --srun: {escape(str(error).strip(chr(39)))}", highlight=False)
+        raise typer.Exit(2) from None
+    settings = srun_environment(container_runtime, container)
+    prefix = ["env", *(f"{key}={value}" for key, value in settings.items())] if settings else []
+    return shlex.join([*prefix, *argv])
 
 
 @stack_app.command("check")
