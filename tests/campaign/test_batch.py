@@ -1,0 +1,188 @@
+"""The batch run's bookkeeping: what each way a job can end does to its cases, with a stand-in for the Slurm
+commands (the jobs' case directories are written as a job would leave them) and a real store. The real
+cluster runs these paths in tests/slurm."""
+
+from __future__ import annotations
+
+import shlex
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from mpistack.approaches import HostFacts
+from mpistack.campaign import stages
+from mpistack.campaign.batch import BatchRun
+from mpistack.campaign.matrix import expand, resolve_stacks
+from mpistack.campaign.prepare import planning_resources
+from mpistack.launchers.slurm import JobState, SlurmError
+from mpistack.spec.campaign import SlurmEntry, load_campaign_text
+from mpistack.store import open_database
+from mpistack.store.campaigns import start_campaign
+
+OSU = "# OSU MPI Latency Test v7.2\n# Size          Latency (us)\n1                       1.00\n"
+
+
+class StandInSlurm:
+    """sbatch, squeue and scancel as a job would answer them: `plan(job, directories)` writes what the job
+    left in its cases' directories and returns the state squeue reports."""
+
+    def __init__(self, table: SlurmEntry, plan, offered=("pmi2", "pmix")):
+        self.table, self.plan, self.offered = table, plan, set(offered)
+        self.jobs: dict[str, str] = {}
+        self.cancelled: list[str] = []
+        self.failing_polls = 0
+
+    def mpi_plugins(self):
+        return self.offered
+
+    def submit(self, script: Path) -> str:
+        job = str(len(self.jobs) + 1)
+        directories = [Path(shlex.split(line.rstrip("\\"))[1]) for line in script.read_text().splitlines()
+                       if line.startswith("mpistack_case ")]
+        self.jobs[job] = self.plan(job, directories)
+        return job
+
+    def states(self, job_ids):
+        if self.failing_polls:
+            self.failing_polls -= 1
+            raise SlurmError("squeue: slurm_load_jobs error: Socket timed out")
+        return {job: JobState(job, self.jobs[job], "BeginTime" if self.jobs[job] == "PENDING" else "", "node1")
+                for job in job_ids}
+
+    def cancel(self, job_ids):
+        self.cancelled += job_ids
+
+    def jobs_named(self, names):
+        return {}
+
+
+def ended(directory: Path, job: str, status: int = 0, stdout: str = OSU) -> None:
+    began(directory, job)
+    (directory / "stdout").write_text(stdout)
+    (directory / "exit").write_text(f"{status} {time.time()}\n")
+
+
+def began(directory: Path, job: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "started").write_text(f"{job} 0 {time.time()} debug node1\n")
+
+
+def batch_run(tmp_path: Path, plan, repeats: int = 3, stack: str = 'name = "h"\nhost = "mpich"', **table):
+    campaign = load_campaign_text(
+        f'name = "b"\nlauncher = "slurm"\norder = "matrix"\nretries = 1\nrepeats = {repeats}\n'
+        f'approaches = ["native"]\n[[stack]]\n{stack}\n'
+        '[[benchmark]]\nname = "fake"\nprogram = "/bin/true"\n[[placement]]\nranks = 1\n')
+    stacks = resolve_stacks(campaign)
+    resources = planning_resources(campaign, stacks, HostFacts())
+    database = open_database(str(tmp_path / "b.db"))
+    context = stages.CaseContext(campaign, start_campaign(database, campaign.name, {}), resources, None, database)
+    slurm = StandInSlurm(SlurmEntry(poll_interval=0.1, max_poll_interval=0.2, **table), plan)
+    outcomes = []
+    run = BatchRun(context, slurm, tmp_path / "jobs", lambda case, outcome: outcomes.append((case, outcome)))
+    return run, slurm, expand(campaign, stacks), outcomes
+
+
+def stored(tmp_path: Path) -> list[tuple[str, str, str | None]]:
+    with sqlite3.connect(tmp_path / "b.db") as connection:
+        return connection.execute(
+            "SELECT t.value, r.status, r.message FROM runs r JOIN run_tags t ON t.run_id = r.id AND t.key = 'case' "
+            "ORDER BY t.value").fetchall()
+
+
+def tag(tmp_path: Path, case: str, key: str) -> str | None:
+    with sqlite3.connect(tmp_path / "b.db") as connection:
+        row = connection.execute(
+            "SELECT v.value FROM run_tags c JOIN run_tags v ON v.run_id = c.run_id AND v.key = ? "
+            "WHERE c.key = 'case' AND c.value = ?", (key, case)).fetchone()
+    return row[0] if row else None
+
+
+def test_the_job_time_limit_ends_the_running_case_and_the_rest_go_to_a_new_job(tmp_path):
+    def plan(job, directories):
+        if job == "1":  # the first case ended, the second was running when the job's time ran out
+            ended(directories[0], job)
+            began(directories[1], job)
+            return "TIMEOUT"
+        for directory in directories:
+            ended(directory, job)
+        return "COMPLETED"
+
+    run, slurm, cases, _ = batch_run(tmp_path, plan)
+    assert run.run(cases)
+    rows = stored(tmp_path)
+    assert [status for _, status, _ in rows] == ["ok", "timeout", "ok"]
+    assert "job 1 ended TIMEOUT on node1: the job's time limit ended this case" in rows[1][2]
+    assert len(slurm.jobs) == 2
+    assert tag(tmp_path, rows[2][0], "attempt") == "2"
+    assert "job 1 ended TIMEOUT on node1; it had not started" in tag(tmp_path, rows[2][0], "earlier_attempts")
+
+
+def test_node_failures_are_retried_within_the_budget(tmp_path):
+    def plan(job, directories):
+        for directory in directories:
+            began(directory, job)
+        return "NODE_FAIL"
+
+    run, slurm, cases, _ = batch_run(tmp_path, plan, repeats=1)
+    assert run.run(cases)
+    ((_, status, message),) = stored(tmp_path)
+    assert len(slurm.jobs) == 2  # retries = 1: one more submission, then failed
+    assert status == "failed" and "job 2 ended NODE_FAIL on node1; its node failed, after 2 submission(s)" in message
+
+
+def test_a_failed_job_script_fails_its_cases_with_the_job_log(tmp_path):
+    def plan(job, directories):
+        log = directories[0].parent / f"mpistack-b-1-{job}.out"
+        log.write_text("/var/spool/slurmd/job01/slurm_script: line 9: timeout: command not found\n")
+        return "FAILED"
+
+    run, slurm, cases, _ = batch_run(tmp_path, plan, repeats=1)
+    assert run.run(cases)
+    ((_, status, message),) = stored(tmp_path)
+    assert len(slurm.jobs) == 3  # cases never started: submitted again twice, then given up
+    assert status == "failed" and "timeout: command not found" in message
+
+
+def test_a_job_pending_past_its_limit_is_cancelled(tmp_path):
+    run, slurm, cases, _ = batch_run(tmp_path, lambda job, directories: "PENDING", repeats=2, pending_limit=0.3)
+    assert run.run(cases)
+    assert slurm.cancelled == ["1"]
+    assert {status for _, status, _ in stored(tmp_path)} == {"failed"}
+    assert "still pending after 0.3 s (reason: BeginTime); cancelled" in stored(tmp_path)[0][2]
+
+
+def test_transient_poll_failures_are_tolerated(tmp_path):
+    def plan(job, directories):
+        for directory in directories:
+            ended(directory, job)
+        return "COMPLETED"
+
+    run, slurm, cases, _ = batch_run(tmp_path, plan, repeats=2)
+    slurm.failing_polls = 3
+    # the cases ended already: collected before any poll; the failures only delay the job's end
+    assert run.run(cases)
+    assert [status for _, status, _ in stored(tmp_path)] == ["ok", "ok"]
+
+
+def test_a_plugin_srun_lacks_fails_the_case_before_submission(tmp_path):
+    run, slurm, cases, _ = batch_run(tmp_path, lambda job, directories: "COMPLETED", repeats=1,
+                                     stack='name = "o"\nhost = "openmpi"')
+    slurm.offered = {"pmi2", "none"}
+    assert run.run(cases)
+    ((_, status, message),) = stored(tmp_path)
+    assert status == "failed" and "srun --mpi=pmix: this cluster's srun offers none, pmi2" in message
+    assert slurm.jobs == {}
+
+
+@pytest.mark.parametrize("exit_status, status", [(0, "ok"), (124, "timeout"), (3, "failed")])
+def test_each_case_is_judged_from_its_exit_file(tmp_path, exit_status, status):
+    def plan(job, directories):
+        ended(directories[0], job, exit_status)
+        return "COMPLETED"
+
+    run, _, cases, outcomes = batch_run(tmp_path, plan, repeats=1)
+    assert run.run(cases)
+    assert [row[1] for row in stored(tmp_path)] == [status]
+    assert outcomes[0][1].status.value == status
