@@ -147,3 +147,46 @@ def test_singletons_are_a_failure(tmp_path):
     assert judged.status is RunStatus.FAILED and "ran with 1 rank(s) where the case asked for 2" in judged.message
     runs[0].provenance.ranks = 2
     assert stages.classify(_execution(), stages.Parsed(runs), 60, ranks=2).status is RunStatus.OK
+
+
+SLOW_CAMPAIGN = ('name = "c"\norder = "matrix"\napproaches = ["native"]\n'
+                 '[[stack]]\nname = "host-mpich"\nhost = "mpich"\n'
+                 '[[benchmark]]\nname = "slow"\nprogram = "/bin/sleep"\noptions = ["{seconds}"]\n')
+
+
+def _running(pattern: str) -> bool:
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode == 0
+
+
+def _start_slow(tmp_path, seconds: int):
+    path = tmp_path / "c.toml"
+    path.write_text(SLOW_CAMPAIGN.format(seconds=seconds))
+    command = [sys.executable, "-m", "mpistack.cli", "run", str(path), "--db", str(tmp_path / "r.db")]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not _running(f"sleep {seconds}"):
+        time.sleep(0.1)
+    assert _running(f"sleep {seconds}"), "the slow case did not start"
+    return process, command, path
+
+
+@pytest.mark.parametrize("signal_number, seconds", [(signal.SIGTERM, 611), (signal.SIGHUP, 612)])
+def test_sigterm_and_sighup_stop_like_ctrl_c(tmp_path, signal_number, seconds):
+    process, _, _ = _start_slow(tmp_path, seconds)
+    process.send_signal(signal_number)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 130 and "interrupted" in output, output
+    assert not _running(f"sleep {seconds}")  # the case's processes ended with the run
+
+
+def test_what_a_killed_run_left_running_is_ended_at_the_next_start(tmp_path):
+    process, command, path = _start_slow(tmp_path, 613)
+    process.kill()  # SIGKILL: no handler runs; the case's session survives its parent
+    process.communicate(timeout=30)
+    assert _running("sleep 613")
+    path.write_text(SLOW_CAMPAIGN.format(seconds=0))
+    resumed = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "ended what an earlier run left: 1 process(es) of `mpiexec.mpich -n 2 /bin/sleep 613`" in \
+        " ".join(resumed.stdout.split())
+    assert not _running("sleep 613")

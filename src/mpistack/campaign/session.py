@@ -124,7 +124,11 @@ class _Display:
 
 
 class _Interrupt:
-    """Ctrl-C sets `stopped` (and calls `then`) instead of raising, for the length of a `with` block."""
+    """Ctrl-C, SIGTERM and SIGHUP (a closed terminal, a batch system ending the session) set `stopped`
+    (and call `then`) instead of ending the process with the case still running, for the length of a
+    `with` block."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self, then=lambda: None):
         self.stopped, self.then = False, then
@@ -134,15 +138,18 @@ class _Interrupt:
         self.then()
 
     def __enter__(self) -> "_Interrupt":
-        self.previous = signal.signal(signal.SIGINT, self._handle)
+        self.previous = {number: signal.signal(number, self._handle) for number in self.SIGNALS}
         return self
 
     def __exit__(self, *exc) -> None:
-        signal.signal(signal.SIGINT, self.previous)
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
 
 
 def _run_locally(campaign, campaign_id, resources, database, tags, todo, console) -> tuple[int, bool]:
-    launcher = LocalLauncher(resources.engine)
+    launcher = LocalLauncher(resources.engine, state_dir=resources.workdir / "running")
+    for what in launcher.end_leftovers():
+        console.print(f"[yellow]ended what an earlier run left[/yellow]: {escape(what)}", highlight=False)
     context = stages.CaseContext(campaign, campaign_id, resources, launcher, database, tags=tags)
     ran = 0
     with _Interrupt(launcher.interrupt) as interrupt, _Display(console, len(todo)) as display:

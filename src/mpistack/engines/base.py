@@ -116,11 +116,12 @@ class Engine:
     def image_exists(self, tag: str) -> bool:
         return self._run(["image", "inspect", tag], check=False).returncode == 0
 
-    def remove_containers(self, label: str) -> None:
-        """Remove every container, running or not, that carries this label (key=value)."""
+    def remove_containers(self, label: str) -> int:
+        """Remove every container, running or not, that carries this label (key=value); returns how many."""
         ids = self._run(["ps", "-aq", "--filter", f"label={label}"], check=False).stdout.split()
         if ids:
             self._run(["rm", "-f", *ids], check=False)
+        return len(ids)
 
     def inspect(self, tag: str) -> dict:
         proc = self._run(["image", "inspect", tag])
