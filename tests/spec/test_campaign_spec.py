@@ -79,6 +79,13 @@ def test_compared_cases_run_next_to_each_other():
     ("name = 'x'\napproaches = ['native']\nbenchmarks = ['bw']\n", "c.toml: stack: required field missing"),
     (BASE + "[[placement]]\nranks = 4\nnodes = 2\nranks_per_node = 3\n",
      "c.toml: placement.0: ranks (4) must equal nodes (2) x ranks_per_node (3)"),
+    # numbers with no end, or of another type, are refused before the first case runs
+    (BASE.replace('name = "t"', "name = 't'\ntimeout = inf"), "c.toml: timeout: Input should be a finite number"),
+    (BASE.replace('name = "t"', "name = 't'\ntimeout = nan"), "c.toml: timeout: Input should be a finite number"),
+    (BASE.replace('name = "t"', "name = 't'\ntimeout = 1e300"),
+     "c.toml: timeout: Input should be less than or equal to 604800"),
+    (BASE + "[[placement]]\nranks = true\n", "c.toml: placement.0.ranks: Input should be a valid integer (got True)"),
+    (BASE.replace('name = "t"', "name = 't'\nrepeats = 2.5"), "c.toml: repeats: Input should be a valid integer"),
 ])
 def test_invalid_campaigns_name_file_and_field(text, expected):
     assert expected in error_of(text)

@@ -77,9 +77,9 @@ class BenchmarkEntry(_Model):
 
 
 class Placement(_Model):
-    ranks: Annotated[int, Field(ge=1, le=4096)] = 2
-    nodes: Annotated[int, Field(ge=1)] = 1
-    ranks_per_node: Annotated[int, Field(ge=1)] | None = None
+    ranks: Annotated[int, Field(strict=True, ge=1, le=4096)] = 2
+    nodes: Annotated[int, Field(strict=True, ge=1, le=100000)] = 1
+    ranks_per_node: Annotated[int, Field(strict=True, ge=1, le=4096)] | None = None
     binding: Literal["none", "core", "socket"] = "none"
 
     @model_validator(mode="after")
@@ -129,14 +129,14 @@ class AnalysisEntry(_Model):
     """How the campaign's answers are decided (docs/analysis.md): the practical floor and the size regimes."""
 
     #: a loss smaller than this fraction of the baseline does not count (0.10 = 10%)
-    floor: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.10
+    floor: Annotated[float, Field(allow_inf_nan=False, ge=0.0, lt=1.0)] = 0.10
     #: a latency difference smaller than this many microseconds does not count either
-    floor_us: Annotated[float, Field(ge=0.0, le=1e6)] = 0.05
+    floor_us: Annotated[float, Field(allow_inf_nan=False, ge=0.0, le=1e6)] = 0.05
     #: messages below this many bytes are "small" (latency-bound), from large_from on "large"
-    small_below: Annotated[int, Field(ge=1, le=2**40)] = 8 * 1024
-    large_from: Annotated[int, Field(ge=1, le=2**40)] = 512 * 1024
+    small_below: Annotated[int, Field(strict=True, ge=1, le=2**40)] = 8 * 1024
+    large_from: Annotated[int, Field(strict=True, ge=1, le=2**40)] = 512 * 1024
     #: the level of the one-sided rank test, after the Benjamini-Hochberg adjustment over a row's sizes
-    alpha: Annotated[float, Field(gt=0.0, lt=0.5)] = 0.05
+    alpha: Annotated[float, Field(allow_inf_nan=False, gt=0.0, lt=0.5)] = 0.05
 
     @model_validator(mode="after")
     def _ordered(self) -> "AnalysisEntry":
@@ -167,14 +167,14 @@ class SlurmEntry(_Model):
     #: whole nodes for the jobs (sbatch --exclusive): no other job disturbs the measurements
     exclusive: bool = True
     #: cases per batch job: one allocation runs many cases, one after another
-    cases_per_job: Annotated[int, Field(ge=1, le=100000)] = 50
+    cases_per_job: Annotated[int, Field(strict=True, ge=1, le=100000)] = 50
     #: seconds between two looks at the jobs (one squeue call for all); it doubles while nothing changes,
     #: up to max_poll_interval
-    poll_interval: Annotated[float, Field(ge=0.1, le=600)] = 2.0
-    max_poll_interval: Annotated[float, Field(ge=0.1, le=3600)] = 30.0
+    poll_interval: Annotated[float, Field(allow_inf_nan=False, ge=0.1, le=600)] = 2.0
+    max_poll_interval: Annotated[float, Field(allow_inf_nan=False, ge=0.1, le=3600)] = 30.0
     #: a job still pending after this many seconds is cancelled and its cases recorded as failed with the
     #: pending reason
-    pending_limit: Annotated[float, Field(gt=0)] = 6 * 3600
+    pending_limit: Annotated[float, Field(allow_inf_nan=False, gt=0, le=30 * 86400)] = 6 * 3600
     #: a directory on a file system every node sees: job scripts and each case's output (default: the
     #: campaign's work directory); it goes into #SBATCH lines, so it has no white space or quotes
     workdir: SbatchValue | None = None
@@ -198,12 +198,13 @@ class Campaign(_Model):
     description: str = ""
     launcher: Annotated[str, AfterValidator(LAUNCHERS.check)] = "local"
     engine: Annotated[str, AfterValidator(ENGINES.check)] = "podman"
-    timeout: Annotated[float, Field(gt=0)] = 600
-    retries: Annotated[int, Field(ge=0, le=10)] = 1
+    #: seconds per case (at most a week)
+    timeout: Annotated[float, Field(allow_inf_nan=False, gt=0, le=7 * 86400)] = 600
+    retries: Annotated[int, Field(strict=True, ge=0, le=10)] = 1
     #: launches per case; they are independent repeats, run interleaved with the cases they are compared with
-    repeats: Annotated[int, Field(ge=1, le=100)] = 1
+    repeats: Annotated[int, Field(strict=True, ge=1, le=100)] = 1
     #: the random order of the cases (recorded with the campaign; drawn when absent)
-    seed: Annotated[int, Field(ge=0, lt=2**63)] | None = None
+    seed: Annotated[int, Field(strict=True, ge=0, lt=2**63)] | None = None
     #: "random" (rounds of repeats, each in an order drawn from the seed) or "matrix" (as listed: for
     #: debugging a campaign, not for comparisons)
     order: Literal["random", "matrix"] = "random"
