@@ -99,15 +99,19 @@ def tag(tmp_path: Path, case: str, key: str) -> str | None:
     return row[0] if row else None
 
 
+def every_case_ends(job: str, directories: list[Path]) -> str:
+    for directory in directories:
+        ended(directory, job)
+    return "COMPLETED"
+
+
 def test_the_job_time_limit_ends_the_running_case_and_the_rest_go_to_a_new_job(tmp_path):
     def plan(job, directories):
         if job == "1":  # the first case ended, the second was running when the job's time ran out
             ended(directories[0], job)
             began(directories[1], job)
             return "TIMEOUT"
-        for directory in directories:
-            ended(directory, job)
-        return "COMPLETED"
+        return every_case_ends(job, directories)
 
     run, slurm, cases, _ = batch_run(tmp_path, plan)
     assert run.run(cases)
@@ -154,12 +158,7 @@ def test_a_job_pending_past_its_limit_is_cancelled(tmp_path):
 
 
 def test_transient_poll_failures_are_tolerated(tmp_path):
-    def plan(job, directories):
-        for directory in directories:
-            ended(directory, job)
-        return "COMPLETED"
-
-    run, slurm, cases, _ = batch_run(tmp_path, plan, repeats=2)
+    run, slurm, cases, _ = batch_run(tmp_path, every_case_ends, repeats=2)
     slurm.failing_polls = 3
     # the cases ended already: collected before any poll; the failures only delay the job's end
     assert run.run(cases)

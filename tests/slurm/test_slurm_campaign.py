@@ -23,6 +23,27 @@ from .test_slurm_cluster import node_state, wait_for
 pytestmark = pytest.mark.slurm
 
 FAST = '["-m", "1:1024", "-i", "50", "-x", "5"]'
+# intra-node (both ranks on one node) and inter-node (a rank on each)
+BOTH_PLACEMENTS = """
+[[placement]]
+ranks = 2
+nodes = 1
+
+[[placement]]
+ranks = 2
+nodes = 2
+ranks_per_node = 1
+"""
+# a case that never ends by itself, then one that does (order = "matrix": in this order)
+HANG_THEN_LATENCY = """
+[[benchmark]]
+name = "hang"
+program = "/bin/sleep"
+options = ["300"]
+
+[[benchmark]]
+name = "latency"
+"""
 OSU_TEXT = "# OSU MPI Latency Test v7.2\\n# Size          Latency (us)\\n1                       1.00\\n"
 
 
@@ -95,16 +116,7 @@ host = "openmpi"
 
 [[benchmark]]
 name = "latency"
-
-[[placement]]
-ranks = 2
-nodes = 1
-
-[[placement]]
-ranks = 2
-nodes = 2
-ranks_per_node = 1
-"""
+""" + BOTH_PLACEMENTS
     finish(start_mpistack(slurm_cluster, tmp_path, campaign_text("two-node", tmp_path, body)))
     stored = runs(tmp_path)
     assert len(stored) == 4 and {run["status"] for run in stored} == {"ok"}, stored
@@ -124,16 +136,7 @@ ranks_per_node = 1
 
 
 def test_a_case_over_its_limit_is_a_timeout_and_the_next_runs(slurm_cluster, tmp_path):
-    body = """
-[[benchmark]]
-name = "hang"
-program = "/bin/sleep"
-options = ["300"]
-
-[[benchmark]]
-name = "latency"
-"""
-    finish(start_mpistack(slurm_cluster, tmp_path, campaign_text("limit", tmp_path, body, timeout=4)))
+    finish(start_mpistack(slurm_cluster, tmp_path, campaign_text("limit", tmp_path, HANG_THEN_LATENCY, timeout=4)))
     by_benchmark = {run["benchmark"]: run for run in runs(tmp_path)}
     assert by_benchmark["hang"]["status"] == "timeout"
     assert "killed after 4 s" in by_benchmark["hang"]["message"]
@@ -143,16 +146,7 @@ name = "latency"
 
 
 def test_a_cancelled_job_is_recorded_and_the_rest_go_on(slurm_cluster, tmp_path):
-    body = """
-[[benchmark]]
-name = "hang"
-program = "/bin/sleep"
-options = ["300"]
-
-[[benchmark]]
-name = "latency"
-"""
-    proc = start_mpistack(slurm_cluster, tmp_path, campaign_text("cancel", tmp_path, body, timeout=120,
+    proc = start_mpistack(slurm_cluster, tmp_path, campaign_text("cancel", tmp_path, HANG_THEN_LATENCY, timeout=120,
                                                                   cases_per_job=1))
     jobs = jobs_dir(tmp_path, "cancel")
     try:
@@ -209,16 +203,7 @@ def test_killed_run_resumes_without_submitting_twice(slurm_cluster, tmp_path):
     body = """
 [[benchmark]]
 name = "latency"
-
-[[placement]]
-ranks = 2
-nodes = 1
-
-[[placement]]
-ranks = 2
-nodes = 2
-ranks_per_node = 1
-"""
+""" + BOTH_PLACEMENTS
     text = campaign_text("resume", tmp_path, body, cases_per_job=2).replace('order = "matrix"', "repeats = 3")
     proc = start_mpistack(slurm_cluster, tmp_path, text)
     jobs = jobs_dir(tmp_path, "resume")
@@ -244,16 +229,7 @@ name = "pip-mpich"
 
 [[benchmark]]
 name = "latency"
-
-[[placement]]
-ranks = 2
-nodes = 1
-
-[[placement]]
-ranks = 2
-nodes = 2
-ranks_per_node = 1
-"""
+""" + BOTH_PLACEMENTS
     text = campaign_text("containers", tmp_path, body).replace('approaches = ["native"]',
                                                               'approaches = ["container", "hybrid"]')
     text = text.replace('[[stack]]\nname = "host-mpich"\nhost = "mpich"\n', "")
