@@ -334,3 +334,53 @@ def test_bootstrap_interval_agrees_with_scipy_bootstrap(n_candidate, n_baseline)
     # the same distribution, two independent Monte Carlo draws: equal within a few percent
     assert ours.ci_low == pytest.approx(reference.low, rel=0.03)
     assert ours.ci_high == pytest.approx(reference.high, rel=0.03)
+
+
+def _every_resample_interval(candidate: np.ndarray, baseline: np.ndarray, *, seed: int, n_resamples: int,
+                             confidence: float) -> list[tuple[float, float]]:
+    """The percentile interval the long way: a 0.5-weight matrix maps each sorted sample to the medians of all
+    its resamples (one matrix product per side), then ``np.quantile`` over every resampled ratio."""
+    def medians(sample: np.ndarray, seed: int) -> np.ndarray:
+        n = sample.shape[1]
+        drawn = np.sort(np.random.default_rng(seed).integers(0, n, size=(n_resamples, n)), axis=1)
+        selector = np.zeros((n, n_resamples), dtype=np.float32)
+        np.add.at(selector, (drawn[:, (n - 1) // 2], np.arange(n_resamples)), 0.5)
+        np.add.at(selector, (drawn[:, n // 2], np.arange(n_resamples)), 0.5)
+        return np.sort(sample, axis=1).astype(np.float32) @ selector
+
+    ratios = medians(candidate, seed) / medians(baseline, seed + 1)
+    tail = (1.0 - confidence) / 2.0
+    lows, highs = np.quantile(ratios, [tail, 1.0 - tail], axis=1)
+    return list(zip(lows.tolist(), highs.tolist()))
+
+
+@pytest.mark.parametrize("n_candidate,n_baseline,confidence,n_resamples", [
+    (8, 8, 0.95, 2000), (6, 6, 0.95, 2000), (3, 7, 0.9, 2000), (12, 5, 0.99, 500), (2, 2, 0.95, 2000),
+    (20, 16, 0.95, 2000), (8, 8, 0.5, 7)])
+def test_bootstrap_intervals_are_those_of_every_resample_to_the_last_bit(n_candidate, n_baseline, confidence,
+                                                                         n_resamples):
+    """The intervals are read off the distinct resampled medians and how often each was drawn; they must be
+    exactly what resampling every ratio gives, ties between launches included."""
+    from mpistack.analysis.statistics import DEFAULT_FLOOR, _ratio_intervals, _Settings
+
+    rng = np.random.default_rng(n_candidate * 1000 + n_baseline)
+    candidate = rng.lognormal(0.0, 0.2, size=(300, n_candidate))
+    baseline = rng.lognormal(0.0, 0.2, size=(300, n_baseline))
+    candidate[::3] = np.round(candidate[::3], 1) + 0.1  # repeated figures: equal resampled ratios
+    settings = _Settings(True, DEFAULT_FLOOR, confidence, 0.05, MIN_LAUNCHES)
+    ours = _ratio_intervals(candidate, baseline, settings, 11, n_resamples)
+    assert ours == _every_resample_interval(candidate, baseline, seed=11, n_resamples=n_resamples,
+                                            confidence=confidence)
+
+
+def test_quantiles_of_repeated_values_are_numpys():
+    from mpistack.analysis.statistics import _repeated_quantiles
+
+    rng = np.random.default_rng(4)
+    values = rng.lognormal(size=(50, 40)).astype(np.float32)
+    values[7, 3] = np.nan
+    values[9] = values[9, 0]  # one value throughout
+    counts = rng.integers(1, 30, size=40)
+    for probabilities in [(0.025, 0.975), (0.0001, 0.5, 0.9999), (0.3,)]:
+        expected = np.quantile(np.repeat(values, counts, axis=1), probabilities, axis=1)
+        assert np.array_equal(_repeated_quantiles(values, counts, probabilities), expected, equal_nan=True)

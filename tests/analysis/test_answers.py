@@ -40,7 +40,7 @@ class Store:
             for size in SIZES:
                 base = 0.5 + size / 5000 if metric == "latency" else 100.0 + size / 100
                 figure = base * scale(size) * self.rng.lognormal(0.0, 0.03)
-                self.results.append((run, benchmark, size, metric, figure))
+                self.results.append((run, size, metric, figure))
 
     def answers(self, settings=Settings()):
         return {(a.key.stack, a.key.approach, a.key.variant, a.baseline): a

@@ -138,3 +138,23 @@ def test_sqlite_uses_wal(tmp_path):
     with engine.connect() as connection:
         assert connection.execute(text("PRAGMA journal_mode")).scalar_one() == "wal"
         assert connection.execute(text("PRAGMA busy_timeout")).scalar_one() > 0
+
+
+def test_launch_evidence_reads_positive_figures_and_the_tags_asked_for(store_url, tmp_path):
+    from mpistack.store.query import launch_evidence
+
+    engine = open_database(store_url)
+    alps = write(tmp_path, "alps.txt", osu_bw([(1, 1.5), (2, 0.0), (4, 6.0)]))
+    lumi = write(tmp_path, "lumi.txt", osu_bw([(1, 0.5)]))
+    ingest_files(engine, [alps], {"system": "alps", "approach": "container", "mpi": "mpich"})
+    ingest_files(engine, [lumi], {"system": "lumi", "approach": "native", "mpi": "mpich"})
+
+    with launch_evidence(engine, [Where.parse("system=alps")], tags=["mpi"]) as (runs, results):
+        results = sorted(results)
+    (run,) = runs.values()
+    assert run["approach"] == "container" and run["tags"] == {"mpi": "mpich"}
+    assert results == [(run["run"], 1, "bandwidth", 1.5), (run["run"], 4, "bandwidth", 6.0)]  # 0.0 is no figure
+
+    with launch_evidence(engine) as (runs, results):
+        assert len(list(results)) == 3
+    assert sorted(run["tags"]["system"] for run in runs.values()) == ["alps", "lumi"]

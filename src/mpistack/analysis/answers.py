@@ -13,13 +13,13 @@ build natively: the ``same-stack`` rows). Ratios are oriented so that 1.0 is par
 
 from __future__ import annotations
 
-import itertools
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..spec.campaign import AnalysisEntry
 from .classes import RowClass, SizeRanges, adjusted_p_values, classify, failed_class, format_size, untested_class
+from .bulk import collector_paused
 from .evidence import Row, RowKey
 from .statistics import DEFAULT_FLOOR, PracticalFloor, SizeComparison, compare_many
 
@@ -162,23 +162,22 @@ def compare_pairs(pairs: Sequence[tuple[Row, Row | None]],
     """Per (candidate, baseline) pair of rows, the comparisons at every size both have, in size order (empty
     where a side has no launches or there is no baseline). Every pair goes through ``compare_many`` at once,
     one batch per direction of the metric and per mode (tested, or descriptive: ``is_descriptive``)."""
-    triples = {}
+    batches: dict[tuple[bool, bool], dict] = {}  # (higher is better, descriptive) -> the triples of that batch
     for index, (row, baseline) in enumerate(pairs):
         if baseline is None or row.launches == 0 or baseline.launches == 0:
             continue
+        batch = batches.setdefault((row.key.higher_is_better, is_descriptive(row, baseline)), {})
+        baseline_figures = baseline.figures
         for size, values in row.figures.items():
-            if size in baseline.figures:
-                triples[(index, size)] = (values, baseline.figures[size], size, is_descriptive(row, baseline))
+            if size in baseline_figures:
+                batch[(index, size)] = (values, baseline_figures[size], size)
     compared: list[list[SizeComparison]] = [[] for _ in pairs]
-    for higher, descriptive in itertools.product((True, False), repeat=2):
-        chosen = {key: triple[:3] for key, triple in triples.items()
-                  if pairs[key[0]][0].key.higher_is_better is higher and triple[3] is descriptive}
-        if chosen:
-            for (index, _), comparison in compare_many(
-                chosen, higher_is_better=higher, floor=settings.floor, confidence=settings.confidence,
-                alpha=settings.alpha, seed=settings.seed, descriptive=descriptive,
-            ).items():
-                compared[index].append(comparison)
+    for (higher, descriptive), batch in batches.items():
+        for (index, _), comparison in compare_many(
+            batch, higher_is_better=higher, floor=settings.floor, confidence=settings.confidence,
+            alpha=settings.alpha, seed=settings.seed, descriptive=descriptive,
+        ).items():
+            compared[index].append(comparison)
     return [sorted(sizes, key=lambda c: (c.size is not None, c.size or 0)) for sizes in compared]
 
 
@@ -194,6 +193,7 @@ def _adjusted_per_row(compared: list[list[SizeComparison]]) -> list[tuple[list[f
     return out
 
 
+@collector_paused()
 def answer(rows: dict[RowKey, Row], settings: Settings = Settings()) -> list[Answer]:
     """Every row's answer against the system baseline and, where it differs, the same-stack one."""
     plans: list[tuple[Row, str, Row | None, bool]] = []

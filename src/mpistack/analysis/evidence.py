@@ -8,9 +8,11 @@ metric at one placement and buffer placement, within one scope (a campaign, or o
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from sqlalchemy import Engine
 
@@ -18,6 +20,7 @@ from ..spec.benchmarks import HIGHER_IS_BETTER, metric_of
 from ..spec.campaign import DEFAULT_VARIANT
 from ..spec.status import RunStatus
 from ..store.query import Where, launch_evidence
+from .bulk import collector_paused
 
 
 @dataclass(frozen=True, order=True)
@@ -64,6 +67,10 @@ class Row:
         return next(iter(self.library_versions)) if len(self.library_versions) == 1 else None
 
 
+#: The run tags a row is made of (its scope, origin, variant, MPI family and version): the only ones read.
+ROW_TAGS = ("reference", "system", "origin", "variant", "variant_baseline", "mpi", "mpi_version")
+
+
 def _scope(run: dict) -> str:
     if run["campaign"] is not None:
         return f"campaign {run['campaign']}"
@@ -78,6 +85,7 @@ def _first_line(text: str | None) -> str:
     return ""
 
 
+@functools.lru_cache(maxsize=1024)  # every launch of a stack reports the same string: read it once
 def library_line(version: str | None) -> str | None:
     """The first line of an MPI library version string ('MPICH Version:  4.0.2', 'Open MPI v4.1.4, ...')."""
     line = _first_line(version)
@@ -93,40 +101,53 @@ def _origin(run: dict) -> str:
     return "host" if run["approach"] == "native" else "image"
 
 
-def rows_from(runs: dict[int, dict], results: list[tuple]) -> dict[RowKey, Row]:
-    """Group runs and their results into rows (one figure per launch and size)."""
+def rows_from(runs: dict[int, dict], results: Iterable[tuple]) -> dict[RowKey, Row]:
+    """Group runs and their results (``(run, size, metric, figure)`` tuples with positive figures, as
+    ``store.query.launch_evidence`` reads them) into rows: one figure per launch and size."""
     rows: dict[RowKey, Row] = {}
-    keys_of_run: dict[int, dict[str, RowKey]] = defaultdict(dict)
+    row_of_fields: dict[tuple, Row] = {}  # the key's fields as read: one RowKey per row, not one per launch
 
     def row_for(run: dict, benchmark: str, metric: str) -> Row:
         tags = run["tags"]
-        key = RowKey(_scope(run), run["stack"] or "", run["approach"] or "", tags.get("variant", DEFAULT_VARIANT),
-                     benchmark, metric, run["ranks"] or 0, run["nodes"] or 1, run["buffers"] or "H-H")
-        row = rows.get(key)
+        fields = (run["campaign"], tags.get("reference"), tags.get("system"), run["stack"], run["approach"],
+                  tags.get("variant"), benchmark, metric, run["ranks"], run["nodes"], run["buffers"])
+        row = row_of_fields.get(fields)
         if row is None:
-            row = rows[key] = Row(key, _origin(run), tags.get("mpi", ""),
-                                  tags.get("variant_baseline", DEFAULT_VARIANT), declared_version=tags.get("mpi_version"))
-        keys_of_run[run["run"]][metric] = key
+            key = RowKey(_scope(run), run["stack"] or "", run["approach"] or "", tags.get("variant", DEFAULT_VARIANT),
+                         benchmark, metric, run["ranks"] or 0, run["nodes"] or 1, run["buffers"] or "H-H")
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = Row(key, _origin(run), tags.get("mpi", ""),
+                                      tags.get("variant_baseline", DEFAULT_VARIANT),
+                                      declared_version=tags.get("mpi_version"))
+            row_of_fields[fields] = row
         return row
 
-    figures: dict[tuple[int, str], dict[int | None, float]] = defaultdict(dict)
-    for run_id, benchmark, size, metric, figure in results:
-        if figure is not None and figure > 0:
-            figures[(run_id, metric)][size] = figure
-    metrics_of_run: dict[int, set[str]] = defaultdict(set)
-    for run_id, metric in figures:
-        metrics_of_run[run_id].add(metric)
+    # per launch and metric, its figure per size (the last one read, should a launch report a size twice)
+    figures: dict[int, dict[str, dict[int | None, float]]] = defaultdict(dict)
+    for run_id, size, metric, figure in results:
+        by_metric = figures[run_id]
+        by_size = by_metric.get(metric)
+        if by_size is None:
+            by_size = by_metric[metric] = {}
+        by_size[size] = figure
 
     for run_id, run in runs.items():
         status = run["status"]
-        if status == RunStatus.OK.value and metrics_of_run.get(run_id):
-            for metric in metrics_of_run[run_id]:
+        by_metric = figures.get(run_id)
+        if status == RunStatus.OK.value and by_metric:
+            version = library_line(run["mpi_library_version"])
+            for metric, by_size in by_metric.items():
                 row = row_for(run, run["benchmark"], metric)
-                for size, value in figures[(run_id, metric)].items():
-                    row.figures.setdefault(size, []).append(value)
+                row_figures = row.figures
+                for size, value in by_size.items():
+                    values = row_figures.get(size)
+                    if values is None:
+                        row_figures[size] = [value]
+                    else:
+                        values.append(value)
                 row.launches += 1
                 row.runs.append(run_id)
-                version = library_line(run["mpi_library_version"])
                 if version:
                     row.library_versions.add(version)
             continue
@@ -141,7 +162,8 @@ def rows_from(runs: dict[int, dict], results: list[tuple]) -> dict[RowKey, Row]:
     return rows
 
 
+@collector_paused()
 def load_rows(engine: Engine, filters: list[Where] | None = None) -> dict[RowKey, Row]:
     """The rows of every run matching the filters (a campaign: ``Where("campaign", "=", id)``)."""
-    runs, results = launch_evidence(engine, filters)
-    return rows_from(runs, results)
+    with launch_evidence(engine, filters, tags=ROW_TAGS) as (runs, results):
+        return rows_from(runs, results)

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from sqlalchemy import Engine
 
 from ..analysis.answers import SAME_STACK, SYSTEM, Answer, Settings, answer
+from ..analysis.bulk import collector_paused
 from ..analysis.classes import format_size
 from ..analysis.evidence import Row, RowKey, load_rows
 from ..analysis.matrix import Column, Matrix, column_order, compat_matrix, placement_text
@@ -339,6 +340,7 @@ def build_report(rows: dict[RowKey, Row], answers: list[Answer], settings: Setti
 CANDIDATE_KEYS = frozenset({"stack", "approach", "variant", "origin", "launcher", "image_digest"})
 
 
+@collector_paused()
 def collect(engine: Engine, filters: list[Where], settings: Settings = Settings(), *, title: str,
             campaign: dict | None = None, filter_text: list[str] | None = None) -> Report:
     """Read the runs matching the filters, answer them against their baselines (read even when the filters leave

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 
+from ..analysis.bulk import collector_paused
 from .data import Report
 
 _LISTS = ("answers", "matrix", "failures")
@@ -24,41 +25,55 @@ def _finite(value):
     return value
 
 
-def _finite_answer(item: dict) -> dict:
-    """``_finite`` for an answer, quick on its many per-size figures."""
-    sizes = [{key: (None if isinstance(value, float) and not math.isfinite(value) else value)
-              for key, value in size.items()} for size in item["sizes"]]
-    return {**_finite({key: value for key, value in item.items() if key != "sizes"}), "sizes": sizes}
-
-
-def report_dict(report: Report) -> dict:
+def _report_values(report: Report) -> dict:
+    """What report.json holds, its floats as computed (NaN and infinities included)."""
     return {
-        "campaign": _finite(report.campaign),
+        "campaign": report.campaign,
         "title": report.title,
         "filters": report.filters,
         "generated": report.generated,
-        "settings": _finite(report.settings_dict()),
+        "settings": report.settings_dict(),
         "matrix_columns": [column.label for column in report.matrix.columns],
-        "answers": [_finite_answer(answer.to_dict()) for answer in report.answers],
-        "matrix": _finite(report.matrix.records()),
+        "answers": [answer.to_dict() for answer in report.answers],
+        "matrix": report.matrix.records(),
         "failures": [{"stack": issue.key.stack, "approach": issue.key.approach, "variant": issue.key.variant,
                       "benchmark": issue.key.benchmark, "ranks": issue.key.ranks, "nodes": issue.key.nodes,
                       "buffers": issue.key.buffers, "reason": issue.reason, "count": issue.count,
                       "launches": issue.launches} for issue in report.failures],
-        "regressions": [_finite(regression.to_dict()) for regression in report.regressions],
+        "regressions": [regression.to_dict() for regression in report.regressions],
     }
+
+
+def report_dict(report: Report) -> dict:
+    """What report.json holds, every NaN or infinity as None."""
+    return _finite(_report_values(report))
 
 
 def _dumps(value) -> str:
     return json.dumps(value, allow_nan=False, default=str, ensure_ascii=False)
 
 
+def _dumps_finite(value) -> str:
+    """``value`` as JSON, a NaN or infinity as null. The encoder checks every float anyway (``allow_nan=False``
+    raises ValueError on one), so only the values that hold one are copied: walking every answer's per-size
+    figures in Python would cost more than encoding them."""
+    try:
+        return _dumps(value)
+    except ValueError:
+        return _dumps(_finite(value))
+
+
+@collector_paused()
 def render_json(report: Report) -> str:
-    items = []
-    for key, value in report_dict(report).items():
+    parts = []  # joined once at the end: a whole store's report is tens of megabytes, not to be copied over and over
+    for key, value in _report_values(report).items():
+        parts.append(f"{',' if parts else '{'}\n {_dumps(key)}: ")
         if key in _LISTS and value:
-            body = ",\n  ".join(_dumps(item) for item in value)
-            items.append(f" {_dumps(key)}: [\n  {body}\n ]")
+            for index, item in enumerate(value):
+                parts.append(",\n  " if index else "[\n  ")
+                parts.append(_dumps_finite(item))
+            parts.append("\n ]")
         else:
-            items.append(f" {_dumps(key)}: {_dumps(value)}")
-    return "{\n" + ",\n".join(items) + "\n}\n"
+            parts.append(_dumps_finite(value))
+    parts.append("\n}\n")
+    return "".join(parts)

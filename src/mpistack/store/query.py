@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
 
 from sqlalchemy import Engine, and_, exists, func, select
 
@@ -147,34 +149,45 @@ def query_results(engine: Engine, filters: list[Where] | None = None, limit: int
 
 
 
-def launch_evidence(engine: Engine, filters: list[Where] | None = None) -> tuple[dict[int, dict], list[tuple]]:
+@contextlib.contextmanager
+def launch_evidence(engine: Engine, filters: list[Where] | None = None,
+                    tags: Sequence[str] | None = None) -> Iterator[tuple[dict[int, dict], Iterable[tuple]]]:
     """What the analysis reads, lean enough for millions of results: the matching runs (with their tags, failed
-    and skipped runs included) by id, and their results as ``(run, benchmark, size, metric, figure)`` tuples,
-    where the figure is the run's median over iterations when the benchmark reported one, else its value."""
+    and skipped runs included) by id, and their results as ``(run, size, metric, figure)`` tuples, where the
+    figure is the run's median over iterations when the benchmark reported one, else its value; only positive
+    figures (a missing or non-positive one is no evidence). ``tags``: the tag keys to read (default: all).
+
+    A context manager: the results are read from the database as they are iterated, within the block, so that a
+    million of them are never all in memory at once."""
     run_columns = [_RUNS.id.label("run"), _RUNS.campaign_id.label("campaign"), _RUNS.benchmark, _RUNS.status,
                    _RUNS.stack, _RUNS.approach, _RUNS.ranks, _RUNS.nodes, _RUNS.buffers, _RUNS.message,
-                   _RUNS.mpi_library_version, _RUNS.libfabric_version, _RUNS.libfabric_provider, _RUNS.source]
+                   _RUNS.mpi_library_version]
     conditions = []
     for where in filters or []:
         if where.key in _RESULT_KEYS and where.key not in _RUN_KEYS:
             raise WhereError(f"--where {where.key}: the analysis selects runs; filter on a run field or a tag")
         conditions.append(where.clause(run_id=_RUNS.id, result_keys=False))
     figure = func.coalesce(_RESULTS.median, _RESULTS.value)
+    names = [column.name for column in run_columns]
     with engine.connect() as connection:
-        by_id = {row["run"]: {**row, "tags": {}} for row in connection.execute(
-            select(*run_columns).where(*conditions).order_by(_RUNS.id)).mappings()}
-        # joins on the same conditions, not IN lists of ids; the driver's plain tuples, not a Row object each
+        # the driver's plain tuples, not a Row object each; joins on the same conditions, not IN lists of ids
+        by_id = {}
+        runs = connection.execute(select(*run_columns).where(*conditions).order_by(_RUNS.id))
+        for values in runs.cursor.fetchall():
+            run = dict(zip(names, values))
+            run["tags"] = {}
+            by_id[values[0]] = run
         shown = RunTagRow.__table__.alias("shown")  # tag filters correlate with run_tags itself
+        tag_conditions = [] if tags is None else [shown.c.key.in_(tags)]
         for run_id, key, value in connection.execute(
             select(shown.c.run_id, shown.c.key, shown.c.value).join(RunRow.__table__, _RUNS.id == shown.c.run_id)
-            .where(*conditions)
+            .where(*conditions, *tag_conditions)
         ).cursor.fetchall():
             by_id[run_id]["tags"][key] = value
-        results = connection.execute(
-            select(_RESULTS.run_id, _RESULTS.benchmark, _RESULTS.size, _RESULTS.metric, figure)
-            .join(RunRow.__table__, _RUNS.id == _RESULTS.run_id).where(*conditions)
-        ).cursor.fetchall()
-    return by_id, results
+        yield by_id, connection.execute(
+            select(_RESULTS.run_id, _RESULTS.size, _RESULTS.metric, figure)
+            .join(RunRow.__table__, _RUNS.id == _RESULTS.run_id).where(*conditions, figure > 0)
+        ).cursor
 
 
 # Run columns a report shows as a run's provenance.
