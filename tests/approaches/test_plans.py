@@ -175,7 +175,7 @@ def test_hybrid_mpich_one_container_per_rank(planned):
                            "--env", "FI_PROVIDER=tcp", "--env", "MPICH_CH4_NETMOD=ofi", image,
                            "mpistack-bench", "latency", "H", "H", "--json", f"/scratch/golden/{label}.json"]
     assert launch.env == {"CONTAINERS_CONF": "/etc/mpistack/containers.conf", **ROOT}
-    assert launch.facts["container_flags"] == "--ipc host --pid host"
+    assert launch.facts == {"confinement": "host-ipc-pid", "container_flags": "--ipc host --pid host"}
 
 
 def test_bind_mpich_mounts_the_host_library_read_only(planned):

@@ -141,10 +141,19 @@ def container(case: Case, resources: Resources, label: str, env: dict[str, str],
                         preserve_fds=preserve_fds)
 
 
+def confinement(run: ContainerRun) -> str:
+    """What a container may do beyond podman's default, in one word, as recorded with the run: attach other
+    ranks' memory (single-copy), or share the host's IPC and process-id namespaces (ranks in one container
+    each), which lets it see and signal the host's processes."""
+    if run.single_copy:
+        return "single-copy"
+    return "host-ipc-pid" if run.share_ipc or run.share_pid else "default"
+
+
 def container_plan(case: Case, resources: Resources, argv: list[str], output: Path | None, label: str,
                    run: ContainerRun, host_env: dict[str, str] | None = None, **facts: str) -> LaunchPlan:
     """A plan that starts containers: the engine's environment, cleanup label, image and confinement."""
-    recorded = {"confinement": "single-copy" if case.approach.single_copy else "default",
+    recorded = {"confinement": confinement(run),
                 "container_flags": " ".join(run.confinement_flags()), **facts}
     return LaunchPlan(argv=argv, env={**resources.engine.env_overrides(), **(host_env or {})}, output=output,
                       label=label, image=run.image, facts=recorded)
