@@ -190,3 +190,17 @@ def test_what_a_killed_run_left_running_is_ended_at_the_next_start(tmp_path):
     assert "ended what an earlier run left: 1 process(es) of `mpiexec.mpich -n 2 /bin/sleep 613`" in \
         " ".join(resumed.stdout.split())
     assert not _running("sleep 613")
+
+
+def test_a_second_runner_of_a_campaign_is_refused(tmp_path):
+    process, command, _ = _start_slow(tmp_path, 614)
+    try:
+        second = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2
+        assert f"campaign c is being run by process {process.pid} on " in " ".join(second.stderr.split())
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=60)
+    with sqlite3.connect(tmp_path / "r.db") as connection:
+        assert connection.execute("SELECT count(*) FROM runs").fetchone() == (0,)  # the slow case was interrupted
+        assert connection.execute("SELECT count(*) FROM campaign_locks").fetchone() == (0,)  # released

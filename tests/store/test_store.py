@@ -1,6 +1,8 @@
 """The results store on SQLite and on a real PostgreSQL server: the same suite on both."""
 
 import multiprocessing
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -8,8 +10,9 @@ from sqlalchemy import func, select, text
 
 from mpistack.ingest.files import ingest_files
 from mpistack.store import SCHEMA_REVISION, StoreError, current_revision, open_database
+from mpistack.store.campaigns import CampaignLocked, lock_campaign, unlock_campaign
 from mpistack.store.query import Where, WhereError, query_results
-from mpistack.store.schema import ResultRow, RunRow
+from mpistack.store.schema import CampaignLockRow, ResultRow, RunRow
 
 SAMPLES = Path(__file__).resolve().parents[1] / "parsers"
 
@@ -158,3 +161,31 @@ def test_launch_evidence_reads_positive_figures_and_the_tags_asked_for(store_url
     with launch_evidence(engine) as (runs, results):
         assert len(list(results)) == 3
     assert sorted(run["tags"]["system"] for run in runs.values()) == ["alps", "lumi"]
+
+
+HOLD_LOCK = """
+import sys, time
+from mpistack.store import open_database
+from mpistack.store.campaigns import lock_campaign
+lock_campaign(open_database(sys.argv[1]), "c")
+print("held", flush=True)
+time.sleep(300)
+"""
+
+
+def test_one_runner_per_campaign_and_a_dead_holder_is_taken_over(store_url):
+    engine = open_database(store_url)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, store_url], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(CampaignLocked, match=rf"campaign c is being run by process {holder.pid} on "):
+            lock_campaign(engine, "c")
+        lock_campaign(engine, "other")  # another campaign is free
+    finally:
+        holder.kill()
+        holder.wait()
+    lock_campaign(engine, "c")  # its holder is gone: taken over
+    lock_campaign(engine, "c")  # holding it already is fine
+    unlock_campaign(engine, "c")
+    with engine.connect() as connection:
+        assert connection.execute(select(CampaignLockRow.name)).scalars().all() == ["other"]

@@ -18,7 +18,7 @@ from ..approaches import HostFacts, Refused
 from ..launchers import LocalLauncher, SlurmLauncher, slurm
 from ..registry import LAUNCHERS
 from ..spec.campaign import Campaign
-from ..store.campaigns import finished_case_keys, latest_campaign, start_campaign
+from ..store.campaigns import finished_case_keys, latest_campaign, lock_campaign, start_campaign, unlock_campaign
 from . import stages
 from .batch import BatchRun
 from .matrix import expand, resolve_stacks
@@ -73,6 +73,16 @@ def _open_campaign(campaign: Campaign, database: Engine, resume: bool) -> tuple[
 
 
 def run(campaign: Campaign, database: Engine, console: Console, *, resume: bool = False) -> SessionResult:
+    """Run the campaign's cases (the ones its latest run left, with `resume`), holding its lock in the store:
+    a second runner of the same campaign is refused (CampaignLocked)."""
+    lock_campaign(database, campaign.name)
+    try:
+        return _run(campaign, database, console, resume)
+    finally:
+        unlock_campaign(database, campaign.name)
+
+
+def _run(campaign: Campaign, database: Engine, console: Console, resume: bool) -> SessionResult:
     start = time.monotonic()
     campaign = with_seed(campaign)
     stacks = resolve_stacks(campaign)

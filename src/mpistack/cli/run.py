@@ -20,6 +20,7 @@ def run(
     """Run a campaign: every stack x approach x benchmark x placement, each result stored as its case ends."""
     from ..campaign import session
     from ..spec.campaign import CampaignError, load_campaign
+    from ..store.campaigns import CampaignLocked
 
     try:
         campaign = load_campaign(campaign_file)
@@ -28,7 +29,7 @@ def run(
             return
         store = database(db)
         result = session.run(campaign, store, out, resume=resume)
-    except CampaignError as error:
+    except (CampaignError, CampaignLocked) as error:
         fail(str(error))
     out.print(f"campaign #{result.campaign_id}: {result.ran} case(s) run in {result.seconds:.0f} s; "
               f"results in {db_name(db)}", highlight=False)

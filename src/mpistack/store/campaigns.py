@@ -2,12 +2,70 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from datetime import datetime, timezone
 
-from sqlalchemy import Engine, func, insert, select
+from sqlalchemy import Engine, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 from ..spec.status import FINAL_STATUSES
-from .schema import CampaignRow, RunRow, RunTagRow
+from .schema import CampaignLockRow, CampaignRow, RunRow, RunTagRow
+
+LOCK_ATTEMPTS = 5  # tries when the lock changes hands while it is being taken
+
+
+class CampaignLocked(RuntimeError):
+    """Another live process runs this campaign; the message names it."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def lock_campaign(database: Engine, name: str) -> None:
+    """Hold the lock of the campaign of this name for this process, or raise CampaignLocked naming its holder.
+    A lock left by a process of this host that is gone (killed) is taken over; one held on another host is
+    not, as its process cannot be checked from here."""
+    table = CampaignLockRow.__table__
+    host, pid = socket.gethostname(), os.getpid()
+    for _ in range(LOCK_ATTEMPTS):
+        try:
+            with database.begin() as connection:
+                connection.execute(insert(table), {"name": name, "host": host, "pid": pid,
+                                                   "since": datetime.now(timezone.utc)})
+            return
+        except IntegrityError:
+            pass
+        with database.begin() as connection:
+            holder = connection.execute(select(table).where(table.c.name == name)).first()
+            if holder is None:
+                continue  # released meanwhile: try again
+            if holder.host == host and (holder.pid == pid or not _alive(holder.pid)):
+                taken = connection.execute(update(table).where(
+                    table.c.name == name, table.c.host == holder.host, table.c.pid == holder.pid
+                ).values(pid=pid, since=datetime.now(timezone.utc))).rowcount
+                if taken == 1:
+                    return
+                continue
+        raise CampaignLocked(f"campaign {name} is being run by process {holder.pid} on {holder.host} since "
+                             f"{holder.since:%Y-%m-%d %H:%M:%S} UTC: wait for it to end, or stop it "
+                             "(a lock whose process is gone is taken over)")
+    raise CampaignLocked(f"campaign {name}: its lock kept changing hands; try again")
+
+
+def unlock_campaign(database: Engine, name: str) -> None:
+    """Give up this process's lock of the campaign (nothing if it holds none)."""
+    table = CampaignLockRow.__table__
+    with database.begin() as connection:
+        connection.execute(delete(table).where(table.c.name == name, table.c.host == socket.gethostname(),
+                                               table.c.pid == os.getpid()))
 
 
 def start_campaign(database: Engine, name: str, spec: dict) -> int:

@@ -16,7 +16,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from ..spec.status import RunStatus
 
 # Bumped with every migration under store/migrations/versions; checked when a store is opened.
-SCHEMA_REVISION = "0001"
+SCHEMA_REVISION = "0002"
 
 
 def utcnow() -> datetime:
@@ -36,6 +36,17 @@ class CampaignRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     runs: Mapped[list[RunRow]] = relationship(back_populates="campaign")
+
+
+class CampaignLockRow(Base):
+    """The runner of a campaign (by name) while it runs: one row per name, so that a second is refused."""
+
+    __tablename__ = "campaign_locks"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    since: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class RunRow(Base):
