@@ -189,3 +189,16 @@ def test_one_runner_per_campaign_and_a_dead_holder_is_taken_over(store_url):
     unlock_campaign(engine, "c")
     with engine.connect() as connection:
         assert connection.execute(select(CampaignLockRow.name)).scalars().all() == ["other"]
+
+
+def _open_worker(url):
+    return current_revision(open_database(url))
+
+
+def test_processes_creating_one_store_at_once(store_url):
+    """Six processes open the same new store together: one creates the schema, the others wait and find it."""
+    with multiprocessing.get_context("spawn").Pool(6) as pool:
+        assert pool.map(_open_worker, [store_url] * 6) == [SCHEMA_REVISION] * 6
+    engine = open_database(store_url)
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM alembic_version")).scalar() == 1

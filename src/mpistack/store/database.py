@@ -14,6 +14,7 @@ from .schema import SCHEMA_REVISION
 
 DEFAULT_DB = "mpistack.db"
 SQLITE_BUSY_TIMEOUT_MS = 60_000
+MIGRATION_LOCK_KEY = 0x6D70_6973  # "mpis": the PostgreSQL advisory lock held while a store is migrated
 
 
 class StoreError(Exception):
@@ -35,15 +36,17 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     # recipe in SQLAlchemy's pysqlite documentation; see _sqlite_begin).
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")  # first: switching to WAL may have to wait
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA synchronous=NORMAL")  # WAL keeps committed data safe across a crash of mpistack
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 
 
 def _sqlite_begin(connection) -> None:
-    connection.exec_driver_sql("BEGIN")
+    # "IMMEDIATE" where a connection asks for it (migrations): the write lock is taken at BEGIN, so that a
+    # second process waits there (busy timeout) instead of failing when it upgrades a read lock
+    connection.exec_driver_sql(f"BEGIN {connection.get_execution_options().get('sqlite_begin', '')}".strip())
 
 
 def _alembic_config(connection: Connection):
@@ -64,10 +67,14 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def upgrade(engine: Engine) -> None:
-    """Bring the schema to the current revision (creates it in an empty database)."""
+    """Bring the schema to the current revision (creates it in an empty database). Safe when several processes
+    open a new store at once: one migrates while the others wait on a lock (SQLite's write lock, a PostgreSQL
+    advisory lock), and they then find the schema current (both databases change schemas in transactions)."""
     from alembic import command
 
-    with engine.begin() as connection:
+    with engine.connect().execution_options(sqlite_begin="IMMEDIATE") as connection, connection.begin():
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
         command.upgrade(_alembic_config(connection), "head")
 
 
@@ -84,7 +91,8 @@ def open_database(db: str | None = None, migrate: bool = True) -> Engine:
         revision = current_revision(engine)
     except Exception as error:  # driver errors differ per backend: report them in one shape
         raise StoreError(f"cannot open results store {db or DEFAULT_DB!r}: {error}") from error
-    if revision is None and inspect(engine).has_table("results"):
+    # (read the revision again: another process may have created the schema in between)
+    if revision is None and inspect(engine).has_table("results") and current_revision(engine) is None:
         raise StoreError(f"{db}: has a results table but no schema revision; not an mpistack store")
     if revision is not None and revision > SCHEMA_REVISION:
         raise StoreError(f"{db}: schema revision {revision} is newer than this mpistack ({SCHEMA_REVISION}); "
