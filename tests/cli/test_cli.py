@@ -93,5 +93,5 @@ def test_references_load_and_db_version(db, monkeypatch):
     monkeypatch.setenv("MPISTACK_DB", str(db))  # the environment variable stands for --db
     rows = json.loads(mpistack("results", "-w", "approach=self-contained", "-w", "benchmark=bw",
                                "-w", "size=4194304", "-w", "buffers=D-D", "-f", "json").stdout)
-    assert [row["value"] for row in rows] == [23914.85]  # seed 002, Opensource, Device to Device
+    assert [row["value"] for row in rows] == [23914.85]  # LUMI pipeline document, Opensource, Device to Device
     assert mpistack("db", "version").stdout.strip() == "0002"

@@ -91,11 +91,11 @@ def test_reference_ingest_stores_exact_numbers_and_is_idempotent(tmp_path, seeds
     first = query_results(engine)
     replace_reference(engine, references.select(["alps-gh200-mpich-ce"])[0])
     assert len(query_results(engine)) == len(first)
-    # The CSCS MPICH image, CXI hook on, inter-node host bandwidth at 4 MiB (seed 000).
+    # The CSCS MPICH image, CXI hook on, inter-node host bandwidth at 4 MiB (CSCS docs "MPICH image").
     rows = query_results(engine, [Where.parse(text) for text in (
         "reference=alps-gh200-mpich-ce", "cxi_hook=on", "benchmark=bw", "size=4194304", "buffers=H-H", "nodes=2")])
     assert [row["value"] for row in rows] == [24007.69]
-    # LUMI native latency at 1 byte, host to host (seed 002).
+    # LUMI native latency at 1 byte, host to host (the LUMI container-approaches pipeline document).
     rows = query_results(engine, [Where.parse(text) for text in (
         "system=lumi-g", "approach=native", "benchmark=latency", "size=1", "buffers=H-H")])
     assert [row["value"] for row in rows] == [2.30]
