@@ -102,14 +102,30 @@ def _run_from_document(document: dict, source: str, line: int) -> ParsedRun:
     return run
 
 
+class _NotANumber(ValueError):
+    """NaN, Infinity or -Infinity, which Python's json module would otherwise read as floats."""
+
+
+def _no_constant(token: str):
+    raise _NotANumber(token)
+
+
+def _line_of_token(text: str, token: str) -> int:
+    position = text.find(token)
+    return text.count("\n", 0, position) + 1 if position >= 0 else 1
+
+
 @FORMATS.register("mpistack-bench-json", order=10, detect=looks_like_bench_json)
 def parse_bench_json(text: str, source: str = "<json>") -> list[ParsedRun]:
     """Every test document in an mpistack-bench JSON file."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as error:
         raise ParseError(source, error.lineno, f"not valid JSON ({error.msg}); expected an mpistack-bench "
                                                "document or an array of them") from None
+    except _NotANumber as error:
+        raise ParseError(source, _line_of_token(text, str(error)),
+                         f"{error} is not a number (JSON has no NaN or infinities; a figure must be finite)") from None
     documents = data if isinstance(data, list) else [data]
     if not documents:
         raise ParseError(source, 1, "empty JSON array: expected mpistack-bench documents")

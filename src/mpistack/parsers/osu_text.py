@@ -106,7 +106,7 @@ def _parse_row(tokens: list[str], columns: list[Column], lineno: int) -> ParsedR
                 number = float(token)
             except ValueError:
                 return None
-            if not math.isfinite(number):
+            if not math.isfinite(number) or (column.role == "value" and number < 0):
                 return None
             if column.role == "value":
                 values[column.key] = number
@@ -138,6 +138,10 @@ def _is_cut_short(tokens: list[str], columns: list[Column]) -> bool:
 
 def _malformed(line: str, block: _Block) -> str:
     columns = block.columns or []
+    for token, column in zip(line.split(), columns):
+        if column.role == "value" and re.fullmatch(r"-\d*\.?\d+(e[-+]?\d+)?", token, re.IGNORECASE):
+            return (f"negative {column.name} {token} in row {line[:60]!r} of {block.run.title}: a time, rate or "
+                    "count cannot be negative")
     names = ", ".join(column.name for column in columns)
     return f"malformed row {line[:60]!r} in {block.run.title}: expected {len(columns)} columns ({names})"
 
