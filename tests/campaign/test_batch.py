@@ -31,8 +31,10 @@ class StandInSlurm:
     def __init__(self, table: SlurmEntry, plan, offered=("pmi2", "pmix")):
         self.table, self.plan, self.offered = table, plan, set(offered)
         self.jobs: dict[str, str] = {}
+        self.directories: dict[str, list[Path]] = {}
         self.cancelled: list[str] = []
         self.failing_polls = 0
+        self.polls = 0
 
     def mpi_plugins(self):
         return self.offered
@@ -41,13 +43,18 @@ class StandInSlurm:
         job = str(len(self.jobs) + 1)
         directories = [Path(shlex.split(line.rstrip("\\"))[1]) for line in script.read_text().splitlines()
                        if line.startswith("mpistack_case ")]
+        self.directories[job] = directories
         self.jobs[job] = self.plan(job, directories)
         return job
 
     def states(self, job_ids):
+        self.polls += 1
         if self.failing_polls:
             self.failing_polls -= 1
             raise SlurmError("squeue: slurm_load_jobs error: Socket timed out")
+        for job in job_ids:
+            if self.jobs[job] == "RUNNING":  # a running job runs its cases between two polls
+                self.jobs[job] = every_case_ends(job, self.directories[job])
         return {job: JobState(job, self.jobs[job], "BeginTime" if self.jobs[job] == "PENDING" else "", "node1")
                 for job in job_ids}
 
@@ -158,11 +165,19 @@ def test_a_job_pending_past_its_limit_is_cancelled(tmp_path):
 
 
 def test_transient_poll_failures_are_tolerated(tmp_path):
-    run, slurm, cases, _ = batch_run(tmp_path, every_case_ends, repeats=2)
-    slurm.failing_polls = 3
-    # the cases ended already: collected before any poll; the failures only delay the job's end
+    run, slurm, cases, _ = batch_run(tmp_path, lambda job, directories: "RUNNING", repeats=2)
+    slurm.failing_polls = 3  # squeue fails three times while the job runs, then the job ends
     assert run.run(cases)
+    assert slurm.failing_polls == 0 and slurm.polls >= 4
     assert [status for _, status, _ in stored(tmp_path)] == ["ok", "ok"]
+
+
+def test_too_many_failing_polls_end_the_run(tmp_path):
+    run, slurm, cases, _ = batch_run(tmp_path, lambda job, directories: "RUNNING", repeats=1)
+    slurm.failing_polls = 100
+    with pytest.raises(SlurmError, match="Socket timed out"):
+        run.run(cases)
+    assert stored(tmp_path) == []  # nothing recorded: --resume finds the job again
 
 
 def test_a_plugin_srun_lacks_fails_the_case_before_submission(tmp_path):

@@ -156,7 +156,8 @@ def test_a_case_without_exit_file_has_not_ended(tmp_path):
 
 def test_time_limit_covers_every_case():
     cases = [BatchCase(Path("/x"), 60, ["true"], {})] * 10
-    assert time_limit(cases, SlurmEntry()) == str(-(-(10 * 75 + 60) // 60))
+    # 10 x (60 s + 10 s kill grace + 5 s) + 60 s = 810 s: 14 minutes, rounded up
+    assert time_limit(cases, SlurmEntry()) == "14"
     assert time_limit(cases, SlurmEntry(time_limit="01:00:00")) == "01:00:00"
 
 

@@ -87,7 +87,8 @@ class Answer:
             "library_version": self.library_version, "declared_version": self.declared_version,
             "same_build_as_system": self.same_build_as_system,
             "sizes": [{"size": c.size, "ratio": c.ratio, "ci_low": c.ci_low, "ci_high": c.ci_high,
-                       "p_value": c.p_value, "descriptive": c.descriptive, "verdict": c.verdict.value, "median": c.median_candidate,
+                       "p_value": c.p_value, "descriptive": c.descriptive, "verdict": c.verdict.value,
+                       "median": c.median_candidate,
                        "baseline_median": c.median_baseline, "launches": c.n_candidate,
                        "baseline_launches": c.n_baseline} for c in self.sizes],
         }
@@ -145,7 +146,7 @@ def _class_without_comparison(row: Row, baseline: Row | None, what: str) -> RowC
     if baseline is None:
         return untested_class(f"no {what} baseline to compare with")
     if baseline.launches == 0:
-        why = baseline.failures[0] if baseline.failures else (baseline.skipped[0] if baseline.skipped else "no launches")
+        why = (baseline.failures or baseline.skipped or ["no launches"])[0]
         return untested_class(f"the {what} baseline ({baseline.key.stack} native) did not run: {why}")
     return None
 

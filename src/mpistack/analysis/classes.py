@@ -276,7 +276,8 @@ def classify(
     faster_note = ""
     if faster:
         best = max((c for c in ordered if c.verdict is Verdict.FASTER), key=lambda c: c.ratio)
-        faster_note = f"; faster at {_list_sizes(ordered, faster)} ({best.ratio:.2g}× best at {format_size(best.size)})"
+        faster_note = (f"; faster at {_list_sizes(ordered, faster)} "
+                       f"({best.ratio:.2g}× best at {format_size(best.size)})")
     if not open_:
         span = format_sizes([sizes[0], sizes[-1]]) if total > 1 else format_size(sizes[0])
         return RowClass("Y", [], f"at native speed at all {total} sizes ({span}){faster_note}{notes}",

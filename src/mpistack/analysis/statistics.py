@@ -426,7 +426,8 @@ def _ratio_intervals(c: np.ndarray, b: np.ndarray, settings: _Settings, seed: in
     tail = (1.0 - settings.confidence) / 2.0
     out: list[tuple[float, float]] = []
     # single precision: the interval is reported to 3 digits, and it halves the cost of a million-result report
-    numerator, denominator = np.sort(numerator, axis=1).astype(np.float32), np.sort(denominator, axis=1).astype(np.float32)
+    numerator = np.sort(numerator, axis=1).astype(np.float32)
+    denominator = np.sort(denominator, axis=1).astype(np.float32)
     for start in range(0, len(numerator), _CHUNK):
         ratios = _midpoints(numerator[start:start + _CHUNK], plan.top_pairs)[:, plan.top_of]
         ratios /= _midpoints(denominator[start:start + _CHUNK], plan.bottom_pairs)[:, plan.bottom_of]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import DbOption, FormatOption, OutputFormat, database
+from .common import DbOption, FormatOption, OutputFormat, database, print_listing
 
 CAMPAIGN_COLUMNS = ("campaign", "name", "created", "runs", "states")
 
@@ -21,15 +21,7 @@ def campaigns(
     db: DbOption = None,
 ) -> None:
     """List the stored campaigns: id, name, when each was created, its runs and their states."""
-    from ..report.tables import print_csv, print_json, print_table
     from ..store.campaigns import campaign_summaries
 
     summaries = campaign_summaries(database(db, must_exist=True))
-    if output_format is OutputFormat.json:
-        print_json(summaries)
-        return
-    lines = campaign_lines(summaries)
-    if output_format is OutputFormat.csv:
-        print_csv(lines, CAMPAIGN_COLUMNS)
-        return
-    print_table(lines, CAMPAIGN_COLUMNS, title=f"{len(lines)} campaign(s)")
+    print_listing(output_format, summaries, campaign_lines(summaries), CAMPAIGN_COLUMNS, "campaign")

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOption, FormatOption, OutputFormat, database, where_filters
+from .common import DbOption, FormatOption, OutputFormat, database, print_listing, where_filters
 
 # Columns of the table and CSV; JSON has every field, the whole message included.
 RUN_COLUMNS = ("run", "campaign", "status", "stack", "approach", "variant", "benchmark", "placement", "message")
@@ -35,17 +35,9 @@ def runs(
     db: DbOption = None,
 ) -> None:
     """List stored runs, one per line, whatever their status (`--where status=failed` finds the failed ones)."""
-    from ..report.tables import print_csv, print_json, print_table
     from ..store.query import query_runs
 
     store = database(db, must_exist=True)
-    filters = where_filters(where, store)
-    rows = query_runs(store, filters, limit)
-    if output_format is OutputFormat.json:
-        print_json([{**row, "variant": row["tags"].get("variant")} for row in rows])
-        return
-    lines = run_lines(rows)
-    if output_format is OutputFormat.csv:
-        print_csv(lines, RUN_COLUMNS)
-        return
-    print_table(lines, RUN_COLUMNS, title=f"{len(lines)} run(s)")
+    rows = query_runs(store, where_filters(where, store), limit)
+    print_listing(output_format, [{**row, "variant": row["tags"].get("variant")} for row in rows], run_lines(rows),
+                  RUN_COLUMNS, "run")

@@ -153,7 +153,8 @@ def _srun_line(s, container_runtime: str, ranks: int, nodes: int, image: str | N
         argv = wrap(container_runtime, Srun().ranks(s.mpi.impl, placement), container,
                     ["mpistack-bench", "latency"])
     except (KeyError, ValueError) as error:
-        err.print(f"[red]error:[/red] --srun: {escape(str(error).strip(chr(39)))}", highlight=False)
+        message = error.args[0] if isinstance(error, KeyError) else str(error)  # str() of a KeyError is quoted
+        err.print(f"[red]error:[/red] --srun: {escape(message)}", highlight=False)
         raise typer.Exit(2) from None
     settings = srun_environment(container_runtime, container)
     prefix = ["env", *(f"{key}={value}" for key, value in settings.items())] if settings else []

@@ -19,26 +19,20 @@ from pathlib import Path
 
 from ..engines import Engine
 from ..registry import LAUNCHERS
+from ..runtime import mpiexec_argv
 from ..spec.campaign import Placement
 from .base import Execution, LaunchPlan, PerRankStart, recorded_environment
 
 KILL_GRACE_SECONDS = 3
-HOST_LAUNCHERS = {
-    "mpich": ["mpiexec.mpich"],
-    # --oversubscribe: campaigns here may run more ranks than cores (2-core CI machines)
-    "openmpi": ["mpirun.openmpi", "--oversubscribe"],
-}
+#: the host's launcher of each MPI (Debian installs both side by side)
+HOST_LAUNCHERS = {"mpich": "mpiexec.mpich", "openmpi": "mpirun.openmpi"}
 
 
 class Mpiexec:
     """Ranks on this machine, started by the host's mpiexec (or a wheel's)."""
 
     def ranks(self, mpi: str, placement: Placement, program: str | None = None) -> list[str]:
-        launcher, *options = HOST_LAUNCHERS[mpi]
-        argv = [program or launcher, *options, "-n", str(placement.ranks)]
-        if placement.binding != "none":
-            argv += ["-bind-to", placement.binding] if mpi == "mpich" else ["--bind-to", placement.binding]
-        return argv
+        return mpiexec_argv(program or HOST_LAUNCHERS[mpi], mpi, placement.ranks, placement.binding)
 
     def ranks_in_containers(self, mpi: str, placement: Placement) -> PerRankStart:
         """MPICH's Hydra in its PMI_PORT mode: the process-management wire protocol goes over TCP, which
@@ -50,19 +44,21 @@ class Mpiexec:
         return []
 
 
+def _stat(pid: int | str) -> list[str] | None:
+    """/proc/PID/stat after the command name: state, ppid, pgrp, session, ... (starttime is the 20th)."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def _session_members(session: int, since: int) -> list[int]:
     """Processes of this session started no earlier than `since` (clock ticks after boot): the session's
     leader may be gone, and a later process could have been given its number."""
     members = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        # after the command name: state, ppid, pgrp, session, ..., starttime (the 20th)
-        if int(fields[3]) == session and int(fields[19]) >= since:
+        fields = _stat(entry.name) if entry.name.isdigit() else None
+        if fields and int(fields[3]) == session and int(fields[19]) >= since:
             members.append(int(entry.name))
     return members
 
@@ -81,10 +77,8 @@ def _end(pids: list[int]) -> None:
 
 
 def _start_time(pid: int) -> int:
-    try:
-        return int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return 0
+    fields = _stat(pid)
+    return int(fields[19]) if fields else 0
 
 
 @LAUNCHERS.register("local", max_nodes=1, starter=Mpiexec())

@@ -26,13 +26,11 @@ from pathlib import Path
 import jinja2
 
 from ..registry import LAUNCHERS
+from ..runtime import SRUN_MPI
 from ..spec.campaign import Placement, SlurmEntry
 from ..spec.toml_files import load_model, read_text
 from .base import Execution, PerRankStart, recorded_environment
 
-#: srun's PMI plug-in per MPI family (checked against `srun --mpi=list`): MPICH wires up with PMI-1/2;
-#: Open MPI with PMIx (Debian's Open MPI has no PMI-2)
-SRUN_MPI = {"mpich": "pmi2", "openmpi": "pmix"}
 #: what PMIx runs set: psec=native, PMIx in Slurm's security domain (CSCS docs 'OpenMPI',
 #: https://docs.cscs.ch/software/communication/openmpi/); gds=hash, the datastore every PMIx version has
 #: (the shared-memory one fails between a container's PMIx and the host's)

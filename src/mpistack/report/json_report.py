@@ -36,17 +36,12 @@ def _report_values(report: Report) -> dict:
         "matrix_columns": [column.label for column in report.matrix.columns],
         "answers": [answer.to_dict() for answer in report.answers],
         "matrix": report.matrix.records(),
-        "failures": [{"stack": issue.key.stack, "approach": issue.key.approach, "variant": issue.key.variant,
-                      "benchmark": issue.key.benchmark, "ranks": issue.key.ranks, "nodes": issue.key.nodes,
-                      "buffers": issue.key.buffers, "reason": issue.reason, "count": issue.count,
-                      "launches": issue.launches} for issue in report.failures],
+        "failures": [{"stack": failure.key.stack, "approach": failure.key.approach, "variant": failure.key.variant,
+                      "benchmark": failure.key.benchmark, "ranks": failure.key.ranks, "nodes": failure.key.nodes,
+                      "buffers": failure.key.buffers, "reason": failure.reason, "count": failure.count,
+                      "launches": failure.launches} for failure in report.failures],
         "regressions": [regression.to_dict() for regression in report.regressions],
     }
-
-
-def report_dict(report: Report) -> dict:
-    """What report.json holds, every NaN or infinity as None."""
-    return _finite(_report_values(report))
 
 
 def _dumps(value) -> str:

@@ -62,20 +62,27 @@ def presets(stack: Stack, *, gpu: bool = False, network: str | None = None, loca
     return Preset(env, notes)
 
 
+#: srun's PMI plug-in per MPI family (checked against `srun --mpi=list`): MPICH wires up with PMI-1/2;
+#: Open MPI with PMIx (Debian's Open MPI has no PMI-2)
+SRUN_MPI = {"mpich": "pmi2", "openmpi": "pmix"}
+
+
 def srun_mpi(stack: Stack) -> str:
-    return "pmi2" if stack.mpi.impl == "mpich" else "pmix"
+    return SRUN_MPI[stack.mpi.impl]
+
+
+def mpiexec_argv(program: str, mpi: str, ranks: int, binding: str = "none") -> list[str]:
+    """`program -n RANKS` with the options of its MPI family: binding is Hydra's -bind-to or Open MPI's
+    --bind-to (core, socket); Open MPI gets --oversubscribe, as campaigns here may run more ranks than cores."""
+    command = [program, *(["--oversubscribe"] if mpi == "openmpi" else []), "-n", str(ranks)]
+    if binding != "none":
+        command += ["-bind-to", binding] if mpi == "mpich" else ["--bind-to", binding]
+    return command
 
 
 def launch_command(stack: Stack, ranks: int, argv: list[str], *, binding: str = "none") -> list[str]:
-    """The image's own launcher, e.g. ['mpiexec.mpich', '-n', '2', 'mpistack-bench', ...]; binding is
-    Hydra's -bind-to or Open MPI's --bind-to (core, socket)."""
-    command = [stack.launcher]
-    if stack.mpi.impl == "openmpi":
-        command.append("--oversubscribe")
-    command += ["-n", str(ranks)]
-    if binding != "none":
-        command += ["-bind-to", binding] if stack.mpi.impl == "mpich" else ["--bind-to", binding]
-    return [*command, *argv]
+    """The image's own launcher, e.g. ['mpiexec.mpich', '-n', '2', 'mpistack-bench', ...]."""
+    return [*mpiexec_argv(stack.launcher, stack.mpi.impl, ranks, binding), *argv]
 
 
 def env_script(stack: Stack, **options) -> str:
