@@ -94,4 +94,4 @@ def test_references_load_and_db_version(db, monkeypatch):
     rows = json.loads(mpistack("results", "-w", "approach=self-contained", "-w", "benchmark=bw",
                                "-w", "size=4194304", "-w", "buffers=D-D", "-f", "json").stdout)
     assert [row["value"] for row in rows] == [23914.85]  # LUMI pipeline document, Opensource, Device to Device
-    assert mpistack("db", "version").stdout.strip() == "0002"
+    assert mpistack("db", "version").stdout.strip() == "0003"

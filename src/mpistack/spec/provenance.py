@@ -34,6 +34,7 @@ class Provenance:
     libfabric_provider: str | None = None
     image_digest: str | None = None
     hosts: list[str] = field(default_factory=list)
+    transport: dict[str, str] = field(default_factory=dict)  # what the MPI library said it used
     tool_version: str | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None

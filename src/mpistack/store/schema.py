@@ -16,7 +16,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from ..spec.status import RunStatus
 
 # Bumped with every migration under store/migrations/versions; checked when a store is opened.
-SCHEMA_REVISION = "0002"
+SCHEMA_REVISION = "0003"
 
 
 def utcnow() -> datetime:
@@ -78,6 +78,10 @@ class RunRow(Base):
     hosts: Mapped[list | None] = mapped_column(JSON)
     tool_version: Mapped[str | None] = mapped_column(String(32))
     source: Mapped[str | None] = mapped_column(Text)  # file (and block line) the run was read from
+    # sha256 of the ingested file: the same file is stored once unless replaced
+    content_sha256: Mapped[str | None] = mapped_column(String(64), index=True)
+    # what the MPI library said it used: transport, provider, single-copy mechanism, ... (doctor evidence)
+    transport: Mapped[dict | None] = mapped_column(JSON)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
