@@ -88,7 +88,10 @@ def print_listing(output_format: OutputFormat, records: list[dict], lines: list[
 
 
 def db_name(db: str | None) -> str:
-    return db or GlobalOptions.db or DEFAULT_DB
+    """The store's name as printed: a URL's password masked."""
+    from ..store.database import display_url
+
+    return display_url(db or GlobalOptions.db or DEFAULT_DB)
 
 
 def progress():

@@ -6,9 +6,12 @@ schema is brought to the current revision (Alembic) when a store is opened.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from urllib.parse import quote
 
-from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url, text
+from sqlalchemy.exc import ArgumentError
 
 from .schema import SCHEMA_REVISION
 
@@ -29,6 +32,36 @@ def resolve_url(db: str | None) -> str:
     if db.startswith("postgresql://") or db.startswith("postgres://"):
         return "postgresql+psycopg://" + db.split("://", 1)[1]
     return db
+
+
+def display_url(db: str | None) -> str:
+    """The store as a person may read it: a URL's password replaced by ***."""
+    db = db or DEFAULT_DB
+    if "://" not in db:
+        return db
+    try:
+        return make_url(db).render_as_string(hide_password=True)
+    except ArgumentError:
+        return _URL_PASSWORD.sub(r"\1***@", db)
+
+
+_URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+
+
+def hide_password(text: str, db: str | None) -> str:
+    """`text` (an error message, a driver's exception) with the store URL's password masked wherever it is
+    quoted, raw or percent-encoded, and any other user:password@ in a URL."""
+    password = None
+    if db and "://" in db:
+        try:
+            password = make_url(db).password
+        except ArgumentError:
+            password = None
+    if password:
+        for form in {password, quote(password, safe=""), db.split("://", 1)[1].split("@", 1)[0].partition(":")[2]}:
+            if form:
+                text = text.replace(form, "***")
+    return _URL_PASSWORD.sub(r"\1***@", text)
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -90,12 +123,12 @@ def open_database(db: str | None = None, migrate: bool = True) -> Engine:
             engine = create_engine(url, pool_pre_ping=True)
         revision = current_revision(engine)
     except Exception as error:  # driver errors differ per backend: report them in one shape
-        raise StoreError(f"cannot open results store {db or DEFAULT_DB!r}: {error}") from error
+        raise StoreError(hide_password(f"cannot open results store {display_url(db)!r}: {error}", db)) from error
     # (read the revision again: another process may have created the schema in between)
     if revision is None and inspect(engine).has_table("results") and current_revision(engine) is None:
-        raise StoreError(f"{db}: has a results table but no schema revision; not an mpistack store")
+        raise StoreError(f"{display_url(db)}: has a results table but no schema revision; not an mpistack store")
     if revision is not None and revision > SCHEMA_REVISION:
-        raise StoreError(f"{db}: schema revision {revision} is newer than this mpistack ({SCHEMA_REVISION}); "
+        raise StoreError(f"{display_url(db)}: schema revision {revision} is newer than this mpistack ({SCHEMA_REVISION}); "
                          "upgrade mpistack")
     if migrate and revision != SCHEMA_REVISION:
         upgrade(engine)
