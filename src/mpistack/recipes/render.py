@@ -5,7 +5,6 @@ from __future__ import annotations
 import configparser
 import json
 import os
-import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +13,7 @@ from .. import __version__
 from ..data import data_path
 from ..spec.stack import Stack
 from .blocks import BUILD_BASE, DISTRO_BASE, Step, blocks_for, environment
+from .escaping import UnsafeValue, shell
 from ..spec.pins import UnpinnedError
 
 
@@ -62,7 +62,15 @@ def labels_for(stack: Stack) -> dict[str, str]:
 
 def render(stack: Stack, versions_path: Path | None = None, *, allow_unpinned: bool = False) -> Recipe:
     """Render ``stack``; raises RecipeError when a source download has no pinned checksum, unless
-    ``allow_unpinned`` (for review only): the unpinned block then renders as a step that fails the build."""
+    ``allow_unpinned`` (for review only): the unpinned block then renders as a step that fails the build.
+    A value that cannot be written safely into a generated file is a RecipeError too."""
+    try:
+        return _render(stack, versions_path, allow_unpinned=allow_unpinned)
+    except UnsafeValue as error:
+        raise RecipeError(f"{stack.path or stack.name}: {error}") from None
+
+
+def _render(stack: Stack, versions_path: Path | None, *, allow_unpinned: bool) -> Recipe:
     steps: list[Step] = []
     errors: list[str] = []
     for block in blocks_for(stack, versions_path):
@@ -73,7 +81,7 @@ def render(stack: Stack, versions_path: Path | None = None, *, allow_unpinned: b
             if allow_unpinned:
                 message = f"mpistack: refusing to build {block.name}: {error}"
                 steps.append(Step(block.name, f"{block.name}: UNPINNED, this step fails the build",
-                                  commands=[f"echo {shlex.quote(message)} >&2", "exit 1"]))
+                                  commands=[f"echo {shell(message)} >&2", "exit 1"]))
     if errors and not allow_unpinned:
         raise RecipeError("\n".join(errors))
     common = BUILD_BASE if stack.mode == "source" else DISTRO_BASE

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .toml_files import load_model, read_text
 
@@ -20,6 +20,77 @@ from .toml_files import load_model, read_text
 Tristate = Union[bool, str, None]
 
 VERSION_RE = re.compile(r"^\d+(\.\d+){0,3}([.-]?(post|rc|a|b)\d*)?$")
+
+# Every value of a stack file ends up in a generated file (Containerfile, Apptainer definition, shell, labels)
+# or in a file name, so each field has a pattern or is at least one line of printable text of bounded length.
+
+#: control characters (C0, DEL, C1) and the Unicode line and paragraph separators: each can end a line of a
+#: generated file, and a new line there can start a new instruction or section
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: stack names become image names, directory and file names (a file name has at most 255 bytes)
+NAME_MAX = 100
+TEXT_MAX = 1000
+PATH_MAX = 1024
+#: the OCI distribution specification's tag grammar: https://github.com/opencontainers/distribution-spec
+TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
+IMAGE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@-]*")
+IMAGE_MAX = 255
+#: absolute paths without blanks, quotes or shell syntax (they are also configure --prefix values)
+PATH_RE = re.compile(r"/[A-Za-z0-9._+@~/-]*")
+#: POSIX environment variable names (Shell and Utilities, 8.1 Environment Variable Definition)
+ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ENV_NAME_MAX = 128
+#: Debian package names (Debian Policy 5.6.7), optionally with an architecture, =version or /release
+PACKAGE_RE = re.compile(r"[a-z0-9][a-z0-9+.-]*(:[a-z0-9-]+)?([=/][A-Za-z0-9.+~:_-]+)?")
+#: a command name or path (the image's MPI launcher)
+COMMAND_RE = re.compile(r"[A-Za-z0-9_./+-]+")
+
+
+def check_text(value: str, limit: int = TEXT_MAX) -> str:
+    """One line of printable text: no control characters (new line, carriage return, NUL, ...)."""
+    match = CONTROL_RE.search(value)
+    if match:
+        raise ValueError(f"expected one line of printable text: control character {match.group()!r} at "
+                         f"position {match.start()}")
+    if len(value) > limit:
+        raise ValueError(f"expected at most {limit} characters ({len(value)} characters)")
+    return value
+
+
+def check_pattern(value: str, pattern: re.Pattern, what: str, limit: int) -> str:
+    if len(value) > limit:
+        raise ValueError(f"expected at most {limit} characters, {what} ({len(value)} characters)")
+    if not pattern.fullmatch(value):
+        raise ValueError(f"expected {what}")
+    return value
+
+
+def _pattern(pattern: re.Pattern, what: str, limit: int) -> AfterValidator:
+    return AfterValidator(lambda value: check_pattern(value, pattern, what, limit))
+
+
+def check_argument(value: str) -> str:
+    """A configure argument: one line of text that a Containerfile RUN line can hold."""
+    if "<<" in check_text(value):
+        # BuildKit reads `<<WORD` in a RUN line as a here-document, even inside shell quotes (Dockerfile
+        # reference, "Here-Documents": https://docs.docker.com/reference/dockerfile/#here-documents)
+        raise ValueError("'<<' is not allowed: a Containerfile RUN line would read it as a here-document")
+    return value
+
+
+Text = Annotated[str, AfterValidator(check_text)]
+Argument = Annotated[str, AfterValidator(check_argument)]
+StackName = Annotated[str, _pattern(NAME_RE, "a stack name: lower-case letters, digits, '.', '_' and '-', "
+                                             "starting with a letter or a digit", NAME_MAX)]
+ImageRef = Annotated[str, _pattern(IMAGE_RE, "an image reference such as docker.io/ubuntu:24.04", IMAGE_MAX)]
+AbsPath = Annotated[str, _pattern(PATH_RE, "an absolute path of letters, digits and ._+@~/-", PATH_MAX)]
+ImageTag = Annotated[str, _pattern(TAG_RE, "an image tag: letters, digits, '_', '.' and '-', not starting with "
+                                           "'.' or '-'", 128)]
+Package = Annotated[str, _pattern(PACKAGE_RE, "a Debian package name such as libnuma-dev", 200)]
+Command = Annotated[str, _pattern(COMMAND_RE, "a command name or path such as mpiexec.hydra", PATH_MAX)]
+Identifier = Annotated[str, _pattern(re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*"),
+                                     "a name of letters, digits, '.', '_' and '-'", 64)]
 
 
 #: Debian's names for each MPI's compiler wrapper and launcher (both MPIs install side by side)
@@ -37,55 +108,48 @@ class _Model(BaseModel):
 
 
 def _check_path(value: Tristate) -> Tristate:
-    if isinstance(value, str) and not value.startswith("/"):
-        raise ValueError(f"expected true, false or an absolute path (got {value!r})")
+    if isinstance(value, str) and not (len(value) <= PATH_MAX and PATH_RE.fullmatch(value)):
+        raise ValueError("expected true, false or an absolute path of letters, digits and ._+@~/-")
     return value
 
 
 def _check_version(value: str) -> str:
-    if not VERSION_RE.match(value):
+    # fullmatch: `$` alone would also accept a trailing new line
+    if len(value) > 32 or not VERSION_RE.fullmatch(value):
         raise ValueError(f"expected a release version such as 4.3.1 (got {value!r})")
     return value
 
 
 class Component(_Model):
     version: str
-    prefix: str = "/usr"
-    configure: list[str] = Field(default_factory=list, description="extra configure arguments, appended")
+    prefix: AbsPath = "/usr"
+    configure: list[Argument] = Field(default_factory=list, description="extra configure arguments, appended")
 
     @field_validator("version")
     @classmethod
     def _version(cls, v: str) -> str:
         return _check_version(v)
 
-    @field_validator("prefix")
-    @classmethod
-    def _prefix(cls, v: str) -> str:
-        if not v.startswith("/"):
-            raise ValueError(f"expected an absolute path (got {v!r})")
-        return v
-
 
 class Base(_Model):
-    image: str = Field(description="FROM image, e.g. docker.io/ubuntu:24.04 or localhost/debian:bookworm")
-    make: str | None = Field(None, description="made locally by `mpistack base NAME` (e.g. debian:bookworm)")
-    runtime_image: str | None = Field(None, description="final stage image of a multi-stage build (default: image)")
-    packages: list[str] = Field(default_factory=list, description="extra apt packages for the build stage")
-
-    @field_validator("image")
-    @classmethod
-    def _image(cls, v: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/:@-]*", v):
-            raise ValueError(f"expected an image reference such as docker.io/ubuntu:24.04 (got {v!r})")
-        return v
+    image: ImageRef = Field(description="FROM image, e.g. docker.io/ubuntu:24.04 or localhost/debian:bookworm")
+    make: ImageRef | None = Field(None, description="made locally by `mpistack base NAME` (e.g. debian:bookworm)")
+    runtime_image: ImageRef | None = Field(None, description="final stage image of a multi-stage build "
+                                                             "(default: image)")
+    packages: list[Package] = Field(default_factory=list, description="extra apt packages for the build stage")
 
 
 class Gpu(_Model):
     kind: Literal["none", "cuda", "rocm"] = "none"
     version: str | None = None
-    prefix: str | None = None
+    prefix: AbsPath | None = None
     #: CUDA target directory name under targets/ (x86_64-linux, sbsa-linux) for the driver stubs
-    target: str = "x86_64-linux"
+    target: Identifier = "x86_64-linux"
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str | None) -> str | None:
+        return None if v is None else _check_version(v)
 
     @model_validator(mode="after")
     def _defaults(self) -> "Gpu":
@@ -110,7 +174,7 @@ class Mpi(Component):
     ucx: Tristate = None
     pmix: Tristate = None
     #: launcher inside the image; derived when not given
-    launcher: str | None = None
+    launcher: Command | None = None
 
     _paths = field_validator("cuda", "rocm", "xpmem", "libfabric", "ucx", "pmix")(classmethod(lambda cls, v: _check_path(v)))
 
@@ -171,6 +235,11 @@ class Libcxi(Component):
     cassini_headers: str | None = None
     cxi_driver: str | None = None
 
+    @field_validator("cassini_headers", "cxi_driver")
+    @classmethod
+    def _versions(cls, v: str | None) -> str | None:
+        return None if v is None else _check_version(v)
+
 
 class Pmix(Component):
     pass
@@ -180,7 +249,7 @@ class Benchmarks(_Model):
     #: mpistack-bench from this repository's bench/ is always built
     mpistack_bench: Literal[True] = True
     osu: str | None = Field(None, description="OSU micro-benchmarks version, e.g. 7.5.1")
-    osu_configure: list[str] = Field(default_factory=list)
+    osu_configure: list[Argument] = Field(default_factory=list)
 
     @field_validator("osu")
     @classmethod
@@ -189,13 +258,13 @@ class Benchmarks(_Model):
 
 
 class Stack(_Model):
-    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")]
-    description: str = ""
+    name: StackName
+    description: Text = ""
     #: where this stack comes from (a public guide, a site's own)
-    origin: str = ""
+    origin: Text = ""
     mode: Literal["source", "distro"] = "source"
     #: image tag; derived from the versions when absent (CSCS style: mpich4.3.1-ofi1.22-cuda12.8)
-    tag: str | None = None
+    tag: ImageTag | None = None
     multistage: bool = False
     network: Literal["cxi", "lnx", "tcp", "ucx", "shm", "auto"] = "auto"
     base: Base
@@ -211,6 +280,21 @@ class Stack(_Model):
     env: dict[str, str] = Field(default_factory=dict, description="ENV baked into the image")
     #: the file it was loaded from (not part of the TOML)
     path: str | None = Field(None, exclude=True)
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, env: dict[str, str]) -> dict[str, str]:
+        # checked here rather than by a key type, so that an error names the key without printing it as
+        # part of the field's location
+        for key, value in env.items():
+            if len(key) > ENV_NAME_MAX or not ENV_NAME_RE.fullmatch(key):
+                raise ValueError(f"key {key[:60]!r}: expected an environment variable name (letters, digits "
+                                 f"and '_', not starting with a digit, at most {ENV_NAME_MAX} characters)")
+            try:
+                check_text(value, PATH_MAX * 4)
+            except ValueError as error:
+                raise ValueError(f"{key}: {error}") from None
+        return env
 
     @model_validator(mode="after")
     def _consistent(self) -> "Stack":

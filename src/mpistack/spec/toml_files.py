@@ -25,7 +25,8 @@ def describe_errors(where: str, error: ValidationError, prefix: str = "") -> str
         elif item["type"] == "literal_error":
             message = message.replace("Input should be", "expected") + f" (got {item.get('input')!r})"
         elif not isinstance(item.get("input"), (dict, list, type(None))):
-            message += f" (got {item['input']!r})"
+            shown = repr(item["input"])
+            message += f" (got {shown if len(shown) <= 120 else shown[:100] + '...'})"
         lines.append(f"{where}: {location}: {message}")
     return "\n".join(lines)
 

@@ -1,7 +1,7 @@
 """What every building block shares: the Step it returns, the Block base class, Jinja2 templates and
 tri-state options. Building blocks: one per component, one per file. Each turns the stack spec into shell commands (the body of one
 Containerfile RUN step, or lines of an Apptainer %post), plus the packages, environment and files it
-needs. Every value placed in shell is quoted (the ``q`` filter is shlex.quote); every download is checked
+needs. Every value placed in shell is quoted (the ``shell`` filter, see ..escaping); every download is checked
 against the sha256 pinned in versions.toml before it is unpacked.
 
 Tri-state options follow HPC Container Maker: True -> --with-X, "/path" -> --with-X=/path,
@@ -10,7 +10,6 @@ False -> --without-X, None -> not mentioned (the component's own default).
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -19,6 +18,7 @@ import jinja2
 
 from ...spec.stack import Stack, Tristate
 from ...spec.pins import Pinned, pinned
+from ..escaping import FILTERS
 
 STAGE = "/opt/mpistack/stage"
 
@@ -28,20 +28,12 @@ DISTRO_BASE = ["ca-certificates", "gcc", "libc6-dev", "make"]
 AUTOTOOLS = ["autoconf", "automake", "libtool"]
 
 
-def dq(value: object) -> str:
-    """A double-quoted string for Containerfile ENV/LABEL values."""
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("$", "\\$")
-    return f'"{text}"'
-
-
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("mpistack.recipes", "templates"),
                              undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=False, trim_blocks=False, autoescape=False)
-    env.filters["q"] = lambda v: shlex.quote(str(v))
-    env.filters["dq"] = dq
-    env.filters["basename"] = lambda v: Path(str(v)).name
+    env.filters.update(FILTERS)
     return env
 
 

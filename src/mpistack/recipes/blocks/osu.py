@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import shlex
-
 from ...registry import BLOCKS
+from ..escaping import shell
 from .base import Block, Step, fetch_context, render_lines
 
 
@@ -23,7 +22,7 @@ class OsuBlock(Block):
         pre: list[str] = []
         if stack.gpu.kind == "cuda":
             cuda = stack.gpu.prefix
-            pre.append(f"ldconfig {shlex.quote(f'{cuda}/targets/{stack.gpu.target}/lib/stubs')}")
+            pre.append(f"ldconfig {shell(f'{cuda}/targets/{stack.gpu.target}/lib/stubs')}")
             configure += ["--enable-cuda", f"--with-cuda-include={cuda}/include", f"--with-cuda-libpath={cuda}/lib64",
                           "CFLAGS=-O3 -lcuda -lnvidia-ml", "CXXFLAGS=-lmpi -lcuda"]
         elif stack.gpu.kind == "rocm":
