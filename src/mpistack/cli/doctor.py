@@ -1,0 +1,157 @@
+"""`mpistack doctor`: why a stack is slow or fails. On this host by default; on an image (--image), stored
+runs (--run, --campaign) or what a campaign would run (--stack with --approach). Exit status 0: no problem,
+1: a problem found, 2: bad usage."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from typing import Annotated, Optional
+
+import typer
+
+from .common import DbOption, database, db_name, fail, out
+
+STYLE = {"ok": "green", "warning": "yellow", "problem": "bold red"}
+
+
+def _env(pairs: list[str] | None) -> dict[str, str]:
+    env = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            fail(f"--env {pair!r}: expected KEY=VALUE")
+        env[key.strip()] = value
+    return env
+
+
+def doctor(
+    image: Annotated[Optional[str], typer.Option("--image", metavar="IMG", help="Probe inside this image (with the engine).")] = None,
+    run_id: Annotated[Optional[int], typer.Option("--run", metavar="ID", help="Diagnose one stored run.")] = None,
+    campaign: Annotated[Optional[str], typer.Option("--campaign", metavar="NAME", help="Diagnose a stored campaign (its latest run of that name, or a number): its runs and results.")] = None,
+    stack: Annotated[Optional[str], typer.Option("--stack", metavar="NAME", help="With --approach: check what a campaign would run.")] = None,
+    approach: Annotated[Optional[str], typer.Option("--approach", metavar="A", help="The approach for --stack (native, container, hybrid, bind).")] = None,
+    mpi: Annotated[Optional[str], typer.Option("--mpi", metavar="FAMILY", help="Host check: only this host MPI (mpich, openmpi) \\[default: each installed].")] = None,
+    launcher: Annotated[Optional[str], typer.Option("--launcher", metavar="PROGRAM", help="Launch the probe with this program (e.g. mpiexec.openmpi) instead of the MPI's own.")] = None,
+    ranks: Annotated[int, typer.Option("--ranks", "-n", min=1, help="Ranks the probe (or the plan) starts.")] = 2,
+    host_mpi: Annotated[Optional[str], typer.Option("--host-mpi", metavar="FAMILY", help="Plan check: the host MPI family bind would mount \\[default: the host's MPICH].")] = None,
+    shm_size: Annotated[Optional[str], typer.Option("--shm-size", metavar="SIZE", help="Image check: the container's /dev/shm size (podman syntax, e.g. 64m) \\[default: mpistack's].")] = None,
+    env: Annotated[Optional[list[str]], typer.Option("--env", "-e", metavar="KEY=VALUE", help="Environment for the probe or the plan; repeatable.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Why a stack is slow or fails: checks of this host, an image, stored runs or a planned case, each with its
+    evidence, meaning, fix and public source."""
+    from ..doctor import diagnose, exit_status, to_json
+
+    settings = _env(env)
+    chosen = [name for name, given in (("--image", image), ("--run", run_id), ("--campaign", campaign),
+                                       ("--stack", stack)) if given is not None]
+    if len(chosen) > 1:
+        fail(f"{' and '.join(chosen)}: choose one subject to diagnose")
+    if (stack is None) != (approach is None):
+        fail("--stack and --approach go together: the stack and how a campaign would deploy it")
+    for name, family in (("--mpi", mpi), ("--host-mpi", host_mpi)):
+        if family is not None and family not in ("mpich", "openmpi"):
+            fail(f"{name} {family!r}: expected mpich or openmpi")
+
+    findings, looked_at = [], []
+    if image is not None:
+        from ..doctor.system import probe_image
+        from ..engines import EngineError
+
+        try:
+            facts = probe_image(image, ranks=ranks, launcher=launcher, env=settings, shm_size=shm_size)
+        except EngineError as error:
+            fail(f"--image {image}: {error}")
+        looked_at.append(facts.where)
+        findings = diagnose("image", facts)
+    elif run_id is not None or campaign is not None:
+        findings, looked_at = _stored(run_id, campaign, db)
+    elif stack is not None:
+        findings, looked_at = _plan(stack, approach, ranks, host_mpi, settings)
+    else:
+        from ..doctor.system import HOST_LAUNCHERS, probe_host
+
+        families = [mpi] if mpi else [name for name, program in HOST_LAUNCHERS.items() if shutil.which(program)]
+        if not families:
+            fail("no MPI launcher on this host (mpiexec.mpich, mpiexec.openmpi): install one, or use --image")
+        for family in families:
+            facts = probe_host(family, ranks=ranks, launcher=launcher, env=settings)
+            looked_at.append(facts.where)
+            findings += diagnose("host", facts)
+    if as_json:
+        print(json.dumps(to_json(findings, looked_at), indent=2))
+    else:
+        _print(findings, looked_at)
+    raise typer.Exit(exit_status(findings))
+
+
+def _stored(run_id, campaign, db):
+    from ..doctor import diagnose_runs
+    from ..store.campaigns import campaign_name, latest_campaign
+    from ..store.query import Where, run_record
+
+    store = database(db, must_exist=True)
+    if run_id is not None:
+        if run_record(store, run_id) is None:
+            fail(f"no run #{run_id} in {db_name(db)}")
+        return diagnose_runs(store, [Where("run", "=", run_id)]), [f"run {run_id}"]
+    number = int(campaign) if campaign.isdigit() else latest_campaign(store, campaign)
+    if number is None or campaign_name(store, number) is None:
+        fail(f"no campaign {campaign!r} in {db_name(db)}")
+    return diagnose_runs(store, [Where("campaign", "=", number)]), [f"campaign #{number}"]
+
+
+def _plan(stack_name, approach, ranks, host_mpi, env):
+    import subprocess
+
+    from ..approaches.base import HostFacts
+    from ..doctor import diagnose
+    from ..doctor.rules.plan import PlanSubject
+    from ..doctor.system import MARK, SystemFacts, parse_report
+    from ..registry import APPROACHES
+    from ..spec import catalogue
+    from ..spec.stack import StackError
+
+    try:
+        spec = catalogue.load(stack_name)
+    except StackError as error:
+        fail(f"--stack {stack_name}: {error}")
+    if approach not in APPROACHES:
+        fail(f"--approach {approach!r}: expected one of {', '.join(APPROACHES.names())}")
+    subject = PlanSubject(spec, approach, ranks=ranks, env=env)
+    if host_mpi is not None:  # a view of another host: the library of that family, as bind would find it
+        subject.host_mpi = host_mpi
+    files = HostFacts.probe().mpi_library_files.get(subject.host_mpi or "")
+    subject.host_library = files[0][0] if files else None
+    if shutil.which("srun"):
+        listing = subprocess.run(["srun", "--mpi=list"], capture_output=True, text=True, timeout=30)
+        text = f"{MARK}srun\n{listing.stdout}{listing.stderr}"
+        subject.srun_mpi_types = parse_report(text, SystemFacts("host")).srun_mpi_types
+    return diagnose("plan", subject), [subject.where]
+
+
+def _print(findings, looked_at) -> None:
+    from rich.padding import Padding
+    from rich.text import Text
+
+    def indented(text: str, style: str = "") -> None:
+        out.print(Padding(Text(text, style=style), (0, 0, 0, 9)), highlight=False)
+
+    out.print(Text.assemble(("mpistack doctor", "bold"), ": ", ", ".join(looked_at)), highlight=False)
+    for finding in findings:
+        style = STYLE[finding.verdict]
+        out.print(Text.assemble((f"{finding.verdict:>7}", style), "  ", finding.title), highlight=False)
+        if finding.verdict == "ok":
+            continue
+        if finding.subject and finding.subject not in looked_at:
+            indented(f"in {finding.subject}", "dim")
+        indented(finding.meaning)
+        if finding.fix:
+            indented(f"fix: {finding.fix}", "bold")
+        for key, value in finding.to_dict()["evidence"].items():
+            indented(f"{key}: {value if isinstance(value, str) else json.dumps(value)}", "dim")
+        indented(f"rule {finding.rule}; source: {finding.source}", "dim")
+    counts = {verdict: sum(f.verdict == verdict for f in findings) for verdict in STYLE}
+    out.print(f"{counts['problem']} problem(s), {counts['warning']} warning(s), {counts['ok']} ok", highlight=False)

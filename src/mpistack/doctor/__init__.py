@@ -1,0 +1,44 @@
+"""mpistack doctor: why a stack is slow or fails, from evidence. A registry of rules (``DOCTOR_RULES``), grouped by
+what they look at (host, image, runs, performance, plan); each returns findings with a verdict, the meaning, the
+fix, its public source and the evidence that triggered it.
+
+    diagnose_runs(engine, filters)   -> findings on stored runs and their results
+    cell_findings(engine, filters)   -> the same, as plain data per compatibility-matrix cell (for the report)
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from .model import GROUPS, VERDICTS, Finding, diagnose, exit_status, rules_of, to_json
+
+__all__ = ["GROUPS", "VERDICTS", "Finding", "cell_findings", "diagnose", "diagnose_runs", "exit_status", "rules_of",
+           "to_json"]
+
+
+def diagnose_runs(engine, filters, settings=None) -> list[Finding]:
+    """The runs rules on every matching run, then the performance rules on their analysis."""
+    from ..analysis.answers import Settings
+    from .evidence import load
+
+    runs, performance = load(engine, filters, settings or Settings())
+    found = [finding for run in runs for finding in diagnose("runs", run)]
+    return found + diagnose("performance", performance)
+
+
+def cell_findings(engine, filters, settings=None) -> dict:
+    """Findings that are not ``ok``, as plain dicts, keyed like the compatibility matrix's cells:
+    ``((scope, stack), (approach, variant))``; the report shows them under its (Y) and N cells."""
+    cells: dict = defaultdict(list)
+    seen = set()
+    for finding in diagnose_runs(engine, filters, settings):
+        if finding.verdict == "ok" or finding.cell is None:
+            continue
+        scope, stack, approach, variant = finding.cell
+        key = ((scope, stack), (approach, variant))
+        if (key, finding.rule, finding.title) in seen:  # one line per cause, not one per launch
+            continue
+        seen.add((key, finding.rule, finding.title))
+        cells[key].append({"title": finding.title, "verdict": finding.verdict, "rule": finding.rule,
+                           "source": finding.source, "evidence": finding.to_dict()["evidence"]})
+    return dict(cells)

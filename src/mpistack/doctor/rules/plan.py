@@ -1,0 +1,105 @@
+"""Rules on what a campaign would run (``PlanSubject``): a stack deployed by an approach on this machine. The
+bind approach's ABI reasons are the approach's own (approaches/bind.py), so the doctor and a campaign agree."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ...approaches.bind import SONAMES, Bind
+from ...runtime import SRUN_MPI, presets
+from ...spec.stack import Stack
+from ..model import rule
+
+@dataclass
+class PlanSubject:
+    stack: Stack
+    approach: str
+    ranks: int = 2
+    host_mpi: str | None = Bind.host_mpi  # the family of the host library bind would mount
+    host_library: str | None = None  # its path, when found
+    cores: int | None = field(default_factory=os.cpu_count)
+    srun_mpi_types: list[str] | None = None
+    env: dict[str, str] = field(default_factory=dict)  # the variant's settings on top of the stack's
+
+    @property
+    def where(self) -> str:
+        return f"{self.stack.name} {self.approach}"
+
+
+def _ships_standard_abi(stack: Stack) -> bool:
+    """MPICH 5 wheels ship libmpi_abi.so (the MPI-5 standard ABI)."""
+    version = tuple(int(part) for part in (stack.mpi.version or "0").split(".")[:1] if part.isdigit())
+    return stack.mpi.impl == "mpich" and stack.mpi.channel == "pip" and version >= (5,)
+
+
+@rule("bind-abi", "plan", "Sarus 'ABI compatibility' (https://sarus.readthedocs.io/en/stable/user/abi_compatibility.html); "
+      "Open MPI 'ABI compatibility' (https://docs.open-mpi.org/en/v5.0.1/building-apps/abi-compatibility.html); "
+      "MPI_Abi_get_version(3) (https://docs.open-mpi.org/en/main/man-openmpi/man3/MPI_Abi_get_version.3.html)",
+      "bind: whether the host's MPI library can replace the image's (same ABI family)")
+def bind_abi(rule, plan: PlanSubject):
+    if plan.approach != "bind":
+        return
+    image_mpi, host_mpi = plan.stack.mpi.impl, plan.host_mpi
+    evidence = {"image_abi": SONAMES.get(image_mpi, image_mpi), "host_abi": SONAMES.get(host_mpi or "", "none"),
+                "host_library": plan.host_library or "not found"}
+    if host_mpi is None:
+        return
+    if image_mpi != host_mpi:
+        standard = _ships_standard_abi(plan.stack)
+        yield rule.finding(
+            "problem", f"bind refused: {image_mpi} image, {host_mpi} host",
+            f"The image's {image_mpi} uses {SONAMES.get(image_mpi)}, the host's {host_mpi} provides "
+            f"{SONAMES.get(host_mpi)}; the ABIs differ, so the image's binaries cannot run on the host's library.",
+            "Use the hybrid approach (the image's MPI with the host's libfabric), rebuild the image with the host's "
+            "MPI family, or build the application against the MPI-5 standard ABI (libmpi_abi.so, mpicc_abi)"
+            + (": this stack ships libmpi_abi.so" if standard else "") + ".",
+            subject=plan.where, **evidence)
+    else:
+        yield rule.finding("ok", f"bind: {SONAMES.get(image_mpi)} on both sides",
+                           "MPICH-ABI libraries (libmpi.so.12, Debian's libmpich.so.12) replace each other.",
+                           subject=plan.where, **evidence)
+
+
+@rule("plan-environment", "plan", "CSCS docs 'MPICH image' and 'OpenMPI' (https://docs.cscs.ch/software/container-engine/"
+      "guidelines-images/image-mpich/, https://docs.cscs.ch/software/communication/openmpi/)",
+      "the environment the stack needs (runtime presets: FI_PROVIDER, HMEM, OMPI MCA, PMIx psec) missing or contradicted")
+def plan_environment(rule, plan: PlanSubject):
+    needed = presets(plan.stack, gpu=plan.stack.gpu.kind != "none").env
+    given = {**plan.stack.env, **plan.env}
+    contradicted = {key: f"{given[key]} (the stack needs {value})" for key, value in needed.items()
+                    if key in given and given[key] != value}
+    if "FI_PROVIDER" in given and plan.stack.mpi.netmod == "ucx":
+        contradicted["FI_PROVIDER"] = f"{given['FI_PROVIDER']} (ignored: this MPICH talks through UCX, not libfabric)"
+    if contradicted:
+        yield rule.finding("warning", "environment contradicts what the stack needs",
+                           "A variable set against the stack's preset changes the transport or breaks start-up.",
+                           "Drop or correct: " + ", ".join(contradicted), subject=plan.where, **contradicted)
+    else:
+        yield rule.finding("ok", "environment: the stack's preset applies" if needed else "environment: none needed",
+                           "mpistack sets these for every case of the stack.", subject=plan.where, **needed)
+
+
+@rule("plan-srun-mpi", "plan", "Slurm 'MPI Users Guide' (https://slurm.schedmd.com/mpi_guide.html)",
+      "srun's --mpi plug-in the stack needs (runtime.SRUN_MPI) against srun --mpi=list")
+def plan_srun(rule, plan: PlanSubject):
+    if plan.srun_mpi_types is None:
+        return
+    needed = SRUN_MPI[plan.stack.mpi.impl]
+    if not any(kind.startswith(needed) for kind in plan.srun_mpi_types):
+        yield rule.finding("problem", f"srun lacks --mpi={needed}",
+                           f"{plan.stack.mpi.impl} wires up through {needed}; with another type every rank starts alone.",
+                           "Use the image's own launcher (launcher = local) or a Slurm with that plug-in.",
+                           subject=plan.where, srun_mpi_types=plan.srun_mpi_types)
+
+
+@rule("plan-oversubscription", "plan", "measured here: MPICH 4.0.2 (ch4:ucx) busy-polls, 4 ranks on 2 cores "
+      "give millisecond latencies; Open MPI FAQ, oversubscribing (https://www.open-mpi.org/faq/?category=running#oversubscribing)",
+      "more ranks than cores on one node")
+def plan_oversubscription(rule, plan: PlanSubject):
+    if plan.cores and plan.ranks > plan.cores:
+        mpich = plan.stack.mpi.impl == "mpich"
+        yield rule.finding("warning", f"oversubscribed: {plan.ranks} ranks on {plan.cores} cores",
+                           "MPICH busy-polls: latencies become milliseconds." if mpich else
+                           "Open MPI yields with --oversubscribe, but the figures are not those of a core per rank.",
+                           "Run at most one rank per core.", subject=plan.where, ranks=plan.ranks, cores=plan.cores)

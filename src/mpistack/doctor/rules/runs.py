@@ -1,0 +1,122 @@
+"""Rules on one stored run (``store.query.run_diagnostics``): its message against the signature bank, the
+known hang, the validation failure of Open MPI's AVX reductions, and the transport its MPI said it used."""
+
+from __future__ import annotations
+
+from ...spec.campaign import DEFAULT_VARIANT
+from ...spec.status import RunStatus
+from ..model import rule
+from ..signatures import match
+
+#: what an intra-node run's messages should travel on; a transport of another class means a lost path
+SHARED_MEMORY = "shm"
+
+
+def run_cell(run: dict) -> tuple[str, str, str, str] | None:
+    """The compatibility-matrix cell of a run: (scope, stack, approach, variant), as analysis.evidence scopes it."""
+    tags = run.get("tags") or {}
+    if run.get("campaign") is not None:
+        scope = f"campaign {run['campaign']}"
+    elif "reference" in tags:
+        scope = f"reference {tags['reference']}"
+    else:
+        scope = f"system {tags.get('system', 'unknown')}"
+    return (scope, run.get("stack") or "", run.get("approach") or "", tags.get("variant", DEFAULT_VARIANT))
+
+
+def subject_of(run: dict) -> str:
+    what = " ".join(part for part in (run.get("stack"), run.get("approach")) if part)
+    return f"run {run['run']}" + (f" ({what}, {run.get('benchmark')})" if what else "")
+
+
+def _mpi(run: dict) -> str | None:
+    tags = run.get("tags") or {}
+    version = run.get("mpi_library_version") or ""
+    return tags.get("mpi") or ("openmpi" if "Open MPI" in version else "mpich" if "MPICH" in version else None)
+
+
+@rule("run-signatures", "runs", "the signature bank (data/doctor/signatures.toml), each entry with its public source",
+      "every known message in the run's stored message and output")
+def run_signatures(rule, run: dict):
+    for hit in match(run.get("message")):
+        signature = hit.signature
+        yield rule.finding(signature.verdict, signature.id, signature.meaning, signature.fix,
+                           subject=subject_of(run), cell=run_cell(run), source=signature.source, line=hit.line,
+                           status=run.get("status"))
+
+
+@rule("mpich-ucx-tcp-finalize-hang", "runs",
+      "measured here: Debian MPICH 4.0.2 over UCX 1.13.1 with UCX_TLS=tcp hangs in MPI_Finalize in about one launch "
+      "of three (docs/slurm.md); UCX issue on Finalize hangs of tcp endpoints (https://github.com/openucx/ucx/issues/2254)",
+      "a timeout of MPICH 4.0.2 over UCX with UCX_TLS=tcp: the known hang in MPI_Finalize")
+def finalize_hang(rule, run: dict):
+    environment = run.get("environment") or {}
+    tls = environment.get("UCX_TLS", "")
+    version = run.get("mpi_library_version") or ""
+    if run.get("status") != RunStatus.TIMEOUT.value or _mpi(run) != "mpich" or "tcp" not in tls.split(","):
+        return
+    if version and "4.0.2" not in version:
+        return
+    yield rule.finding("warning", "known hang: MPICH 4.0.2 over UCX tcp in MPI_Finalize",
+                       "The benchmark most likely finished its work and then hung in MPI_Finalize: Debian's MPICH "
+                       "4.0.2 with UCX 1.13 and UCX_TLS=tcp does this now and then (often with 3 or more ranks). "
+                       "The timeout is the hang, not a slow transport.",
+                       "Keep a case timeout (the campaign's) and repeat the launch; use UCX_TLS=tcp,self or "
+                       "MPICH over libfabric's tcp provider (pip-mpich with FI_PROVIDER=tcp) for a TCP baseline.",
+                       subject=subject_of(run), cell=run_cell(run), UCX_TLS=tls, status=run.get("status"))
+
+
+@rule("ompi-avx-char-validation", "runs", "https://github.com/open-mpi/ompi/issues/8045 (Incorrect reduction with "
+      "op avx and dtype overflow, wontfix)",
+      "a validation failure from 16 B on in an Open MPI reduction: the AVX op and an overflowing MPI_CHAR sum")
+def avx_validation(rule, run: dict):
+    sizes = run.get("failed_sizes") or []
+    reductions = ("allreduce", "reduce", "reduce_scatter")
+    if _mpi(run) != "openmpi" or run.get("benchmark") not in reductions:
+        return
+    if not sizes and run.get("status") != RunStatus.VALIDATION_FAILED.value:
+        return
+    first = min((size for size in sizes if size is not None), default=None)
+    if first is not None and first < 16:
+        return
+    yield rule.finding("warning", "validation failure of Open MPI's AVX reduction, not of the transport",
+                       "Open MPI 4.1+ reduces 16 or more bytes with vector (AVX) code; a MPI_CHAR sum that overflows "
+                       "comes out differently there than in the scalar code the check assumes (upstream: wontfix). "
+                       "The messages arrived intact.",
+                       "Exclude the avx op component (OMPI_MCA_op=^avx) for validated runs, or validate with "
+                       "values whose sum does not overflow.", subject=subject_of(run), cell=run_cell(run),
+                       failed_sizes=sizes, benchmark=run.get("benchmark"))
+
+
+@rule("transport-evidence", "runs", "UCX ucp_worker ep_cfg log (UCX_LOG_LEVEL=info); MPICH MPIR_CVAR_DEBUG_SUMMARY "
+      "(https://github.com/pmodels/mpich/pull/5526); Open MPI pml_base_verbose",
+      "the transport the run's MPI said it used: TCP where shared memory or the fabric was due, no single-copy")
+def transport_evidence(rule, run: dict):
+    transport = {key: value for key, value in (run.get("transport") or {}).items() if value}
+    if not transport:
+        return
+    nodes = run.get("nodes") or 1
+    network = transport.get("network")
+    evidence = {key: transport[key] for key in ("layer", "transports", "provider", "single_copy", "network",
+                                                "eager_limit", "probe", "note") if key in transport}
+    common = {"subject": subject_of(run), "cell": run_cell(run), **evidence}
+    if network == "tcp" and nodes == 1:
+        yield rule.finding("warning", "ranks on one node talked over TCP",
+                           "The MPI library chose TCP between ranks that share a node: no shared-memory path (a "
+                           "container without a shared /dev/shm or IPC namespace, a transport list without sm, or "
+                           "a provider such as tcp forced by FI_PROVIDER).",
+                           "Share IPC (--ipc host) and /dev/shm; let UCX or libfabric pick shm (unset UCX_TLS / "
+                           "FI_PROVIDER), or use LINKx (FI_PROVIDER=lnx, shm+cxi) with Open MPI.", **common)
+    elif network == "tcp" and nodes > 1:
+        yield rule.finding("warning", "inter-node traffic over TCP",
+                           "The fabric provider (cxi, verbs, efa) was not used: bandwidth is TCP-class.",
+                           "Bring the fabric into the container (CXI hook, host libfabric and /dev/cxi*); check "
+                           "fi_info -p cxi inside it.", **common)
+    elif transport.get("single_copy") == "none" and nodes == 1:
+        yield rule.finding("warning", "no single-copy mechanism: large messages copied twice",
+                           "The shared-memory path used copy-in/copy-out (no CMA, xpmem or knem). That may or may not "
+                           "cost bandwidth here; the paired comparison with native decides.",
+                           "--cap-add SYS_PTRACE for CMA, or /dev/xpmem for xpmem.", **common)
+    else:
+        yield rule.finding("ok", f"transport: {transport.get('transports') or transport.get('provider') or network}",
+                           "What the MPI library said it used.", **common)

@@ -1,0 +1,84 @@
+"""The bank of known messages (data/doctor/signatures.toml): exact texts MPI libraries, PMIx, UCX, libfabric
+and container runtimes print, each with what it means, the fix and its public source, matched against a run's
+stored message and output."""
+
+from __future__ import annotations
+
+import functools
+import re
+import tomllib
+from dataclasses import dataclass
+
+from ..data import data_path
+
+BANK = ("doctor", "signatures.toml")
+_FIELDS = ("id", "verdict", "pattern", "meaning", "fix", "source")
+
+
+class SignatureError(ValueError):
+    """The bank is malformed: the message names the file, the entry and the field."""
+
+
+@dataclass(frozen=True)
+class Signature:
+    id: str
+    verdict: str
+    pattern: re.Pattern
+    meaning: str
+    fix: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Hit:
+    signature: Signature
+    line: str  # the first matching line, stripped
+
+
+def load_bank(path=None) -> list[Signature]:
+    """The signatures of ``path`` (default: the shipped bank), checked entry by entry."""
+    path = path or data_path(*BANK)
+    try:
+        entries = tomllib.loads(path.read_text()).get("signature", [])
+    except tomllib.TOMLDecodeError as error:
+        raise SignatureError(f"{path}: not valid TOML: {error}") from None
+    bank, seen = [], set()
+    for number, entry in enumerate(entries, 1):
+        where = f"{path}: [[signature]] #{number}"
+        for name in _FIELDS:
+            if not isinstance(entry.get(name), str) or not entry[name].strip():
+                raise SignatureError(f"{where}: field {name!r} missing or empty (expected text)")
+        if entry["verdict"] not in ("warning", "problem"):
+            raise SignatureError(f"{where} ({entry['id']}): verdict {entry['verdict']!r}, expected warning or problem")
+        if entry["id"] in seen:
+            raise SignatureError(f"{where}: id {entry['id']!r} used twice")
+        seen.add(entry["id"])
+        try:
+            pattern = re.compile(entry["pattern"])
+        except re.error as error:
+            raise SignatureError(f"{where} ({entry['id']}): pattern is not a regular expression: {error}") from None
+        bank.append(Signature(entry["id"], entry["verdict"], pattern, entry["meaning"], entry["fix"], entry["source"]))
+    return bank
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_bank() -> tuple[Signature, ...]:
+    return tuple(load_bank())
+
+
+def match(text: str | None, bank=None) -> list[Hit]:
+    """Each signature that occurs in ``text``, once, with its first matching line (messages folded over two
+    lines by help texts are tried on the text with line breaks as spaces too)."""
+    if not text:
+        return []
+    lines = text.splitlines()
+    flat = " ".join(line.strip() for line in lines)
+    hits = []
+    for signature in bank if bank is not None else shipped_bank():
+        line = next((line.strip() for line in lines if signature.pattern.search(line)), None)
+        if line is None and signature.pattern.search(flat):
+            found = signature.pattern.search(flat)
+            line = found.group(0)
+        if line is not None:
+            hits.append(Hit(signature, line[:300]))
+    return hits

