@@ -1,19 +1,122 @@
 """The mpistack command line: one module per verb group, each thin (it parses options and delegates).
-Verbs import what they need when they run, so that `mpistack --help` starts fast."""
+
+A verb's module is imported only when that verb runs (or its own help is asked for): `mpistack --help` lists
+the verbs from the table below and imports none of them, so it starts without SQLAlchemy, pydantic or SciPy."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Annotated
 
 import typer
+from typer.core import TyperCommand, TyperGroup
+from typer.main import get_command_from_info, get_group
+from typer.models import CommandInfo
 
 from .. import __version__
-from . import campaigns, compare, db, ingest, report, results, run, runs, show, stack
 from .common import DbOption, GlobalOptions
+
+
+@dataclass(frozen=True)
+class Verb:
+    """A verb of the root command: its name, where it lives (`module:attribute` in this package: a function,
+    or a typer app for a verb group) and the one-line summary `mpistack --help` shows without importing it."""
+    name: str
+    target: str
+    summary: str
+
+
+# In the order `mpistack --help` lists them; tests/cli/test_startup.py checks each summary against its docstring.
+VERBS = (
+    Verb("ingest", "ingest:ingest", "Store the runs and results found in benchmark output files."),
+    Verb("references", "ingest:references",
+         "List the published reference results shipped with mpistack (load with `ingest --reference`)."),
+    Verb("results", "results:results", "List stored results, one per benchmark, message size and metric."),
+    Verb("runs", "runs:runs", "List stored runs, one per line, whatever their status (`--where status=failed` finds "
+                              "the failed ones)."),
+    Verb("campaigns", "campaigns:campaigns",
+         "List the stored campaigns: id, name, when each was created, its runs and their states."),
+    Verb("show", "show:show", "Show everything stored about one run: status, whole message, command, environment, "
+                              "provenance, tags."),
+    Verb("compare", "compare:compare", "Compare A (candidate) with B (baseline), row by row and size by size."),
+    Verb("run", "run:run", "Run a campaign: every stack x approach x benchmark x placement, each result stored as "
+                           "its case ends."),
+    Verb("report", "report:report", "Write the report of a campaign: per-size tables and plots, classes, the "
+                                    "compatibility matrix, failures."),
+    Verb("doctor", "doctor:doctor", "Why a stack is slow or fails: checks of this host, an image, stored runs or a "
+                                    "planned case, each with its evidence, meaning, fix and public source."),
+    Verb("base", "stack:base_command", "Make a base image without a registry: debootstrap from this host's Debian "
+                                       "mirror, then import."),
+    Verb("db", "db:db_app", "Inspect or migrate the results store."),
+    Verb("stack", "stack:stack_app", "Stack recipes: list, show, render, check, build and run MPI container images."),
+)
+
+
+class _Unloaded(TyperCommand):
+    """Stands in for a verb in the root's command list until the verb is needed."""
+
+
+def load_verb(verb: Verb, markup_mode) -> TyperCommand | TyperGroup:
+    """The click command of `verb`, its module imported now."""
+    module_name, attribute = verb.target.split(":")
+    # __import__, not importlib.import_module: only the former is seen by `python -X importtime`
+    target = getattr(__import__(f"{__name__}.{module_name}", fromlist=[attribute]), attribute)
+    if isinstance(target, typer.Typer):
+        command = get_group(target)  # (no completion options: those belong to the root)
+    else:
+        command = get_command_from_info(CommandInfo(name=verb.name, callback=target),
+                                                   pretty_exceptions_short=True, rich_markup_mode=markup_mode)
+    command.name = verb.name
+    return command
+
+
+def flags_without_metavar(command, ctx) -> None:
+    """A boolean flag takes no value, so its help shows none (typer would print `<bool>`): for `command`, its help
+    option and, for a group, every command under it."""
+    for param in [*command.params, command.get_help_option(ctx)]:
+        if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        flags_without_metavar(sub, ctx)
+
+
+class LazyVerbs(TyperGroup):
+    """The root command: every verb is listed from VERBS and loaded the first time it is resolved (to run it,
+    complete it or show its own help), not while the root's help is printed."""
+
+    def __init__(self, **settings) -> None:
+        super().__init__(**settings)
+        self._listing = False
+        for verb in VERBS:
+            self.commands.setdefault(verb.name, _Unloaded(verb.name, help=verb.summary))
+
+    def get_command(self, ctx, cmd_name: str):
+        command = self.commands.get(cmd_name)
+        if isinstance(command, _Unloaded) and not self._listing:
+            verb = next(verb for verb in VERBS if verb.name == cmd_name)
+            command = self.commands[cmd_name] = load_verb(verb, self.rich_markup_mode)
+            flags_without_metavar(command, ctx)
+        return command
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+    def format_help(self, ctx, formatter) -> None:
+        self._listing = True  # the verbs' summaries are enough here
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
 
 app = typer.Typer(
     name="mpistack",
+    cls=LazyVerbs,
     help="Does MPI in a container run at native speed, and if not, why? Build MPI stacks, run them every "
          "way they can be deployed, benchmark them OSU-style, store every result, compare with native.",
     no_args_is_help=True,
@@ -21,18 +124,6 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.command("ingest")(ingest.ingest)
-app.command("references")(ingest.references)
-app.command("results")(results.results)
-app.command("runs")(runs.runs)
-app.command("campaigns")(campaigns.campaigns)
-app.command("show")(show.show)
-app.command("compare")(compare.compare)
-app.command("run")(run.run)
-app.command("report")(report.report)
-app.add_typer(db.db_app, name="db")
-app.add_typer(stack.stack_app, name="stack")
-app.command("base")(stack.base_command)
 
 
 def _version(value: bool) -> None:

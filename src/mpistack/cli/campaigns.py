@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from .common import DbOption, FormatOption, OutputFormat, database, print_listing
+from .common import DbOption, FormatOption, OutputFormat, database
+from .listing import ColumnsOption, Layout, WideOption, print_listing
 
 CAMPAIGN_COLUMNS = ("campaign", "name", "created", "runs", "states")
+# The states ("ok 540, failed 3, ...") fold; a campaign's name is its handle and stays whole.
+CAMPAIGNS_LAYOUT = Layout(noun="campaign", priority=("campaign", "name", "runs", "states", "created"),
+                          fold=frozenset({"states"}))
 
 
 def campaign_lines(summaries: list[dict]) -> list[dict]:
@@ -18,10 +22,13 @@ def campaign_lines(summaries: list[dict]) -> list[dict]:
 
 def campaigns(
     output_format: FormatOption = OutputFormat.table,
+    columns: ColumnsOption = None,
+    wide: WideOption = False,
     db: DbOption = None,
 ) -> None:
     """List the stored campaigns: id, name, when each was created, its runs and their states."""
     from ..store.campaigns import campaign_summaries
 
     summaries = campaign_summaries(database(db, must_exist=True))
-    print_listing(output_format, summaries, campaign_lines(summaries), CAMPAIGN_COLUMNS, "campaign")
+    print_listing(CAMPAIGNS_LAYOUT, output_format, summaries, campaign_lines(summaries), CAMPAIGN_COLUMNS,
+                  columns_option=columns, wide=wide)

@@ -2,39 +2,52 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Optional
 
 import typer
 
 from .common import DbOption, FormatOption, OutputFormat, database, where_filters
+from .listing import ColumnsOption, Layout, WideOption, print_listing
 
+WHERE_HELP = ("Filter on {fields} or a tag: KEY=VALUE, KEY!=VALUE, and for numbers also <, <=, >, >= (quote those "
+              "from the shell: -w 'size>=1024'). Repeatable: all must hold.")
+
+# A terminal table shows these first (what was measured, then how); the unit tells the metric apart. The rest of
+# the fields, the statistics and the tags are there with --wide, --columns, CSV and JSON.
+RESULTS_LAYOUT = Layout(
+    noun="result",
+    priority=("run", "benchmark", "size", "value", "unit", "stack", "approach", "variant", "metric", "status",
+              "ranks", "nodes", "launcher", "buffers", "device", "validation", "suite"),
+    context=frozenset({"run", "benchmark", "unit", "metric", "stack", "approach", "variant", "status", "launcher",
+                       "ranks", "nodes", "buffers", "device", "suite", "validation"}),
+)
 
 
 def results(
-    where: Annotated[Optional[list[str]], typer.Option("--where", "-w", metavar="KEY=VALUE",
-                                                       help="Filter on a result field (benchmark, size, metric, "
-                                                            "unit), a run field (status, stack, approach, ranks, "
-                                                            "nodes, buffers, device) or a tag. Also !=, <, <=, >, "
-                                                            ">= for numbers. Repeatable: all must hold.")] = None,
+    where: Annotated[Optional[list[str]], typer.Option(
+        "--where", "-w", metavar="KEY=VALUE",
+        help=WHERE_HELP.format(fields="a result field (benchmark, size, metric, value, unit), a run field (status, "
+                                      "stack, approach, ranks, nodes, buffers, device)"))] = None,
     output_format: FormatOption = OutputFormat.table,
     stats: Annotated[bool, typer.Option("--stats", help="Add statistics columns (min, max, median, ...).")] = False,
-    limit: Annotated[Optional[int], typer.Option(help="At most this many results.")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="At most this many results (the count line says how "
+                                                            "many matched in all).")] = None,
+    columns: ColumnsOption = None,
+    wide: WideOption = False,
     db: DbOption = None,
 ) -> None:
     """List stored results, one per benchmark, message size and metric."""
-    from ..report.tables import print_csv, print_json, print_table
-    from ..store.query import OUTPUT_FIELDS, STAT_FIELDS, query_results
+    from ..store.query import OUTPUT_FIELDS, STAT_FIELDS, count_matching, query_results
 
-    store = database(db)
+    where_filters(where)  # a malformed filter is the first thing to hear about
+    store = database(db, must_exist=True)
     filters = where_filters(where, store)
     rows = query_results(store, filters, limit)
-    if output_format is OutputFormat.json:
-        print_json(rows)
-        return
+    total = count_matching(store, filters) if limit and len(rows) == limit else None
     tag_keys = sorted({key for row in rows for key in row["tags"] if key not in OUTPUT_FIELDS})
-    columns = [*OUTPUT_FIELDS, *(STAT_FIELDS if stats else ()), *tag_keys]
-    if output_format is OutputFormat.csv:
-        print_csv(rows, columns)
-        return
-    shown = [column for column in columns if any(row.get(column) not in (None, "") for row in rows)]
-    print_table(rows, shown or columns, title=f"{len(rows)} result(s)")
+    every = [*OUTPUT_FIELDS, *(STAT_FIELDS if stats or columns else ()), *tag_keys]
+    layout = RESULTS_LAYOUT
+    if stats:  # asked for: shown after the value
+        layout = replace(layout, priority=(*layout.priority[:5], *STAT_FIELDS, *layout.priority[5:]))
+    print_listing(layout, output_format, rows, rows, every, columns_option=columns, wide=wide, total=total)

@@ -6,10 +6,19 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOption, FormatOption, OutputFormat, database, print_listing, where_filters
+from .common import DbOption, FormatOption, OutputFormat, database, where_filters
+from .listing import ColumnsOption, Layout, WideOption, print_listing
+from .results import WHERE_HELP
 
 # Columns of the table and CSV; JSON has every field, the whole message included.
 RUN_COLUMNS = ("run", "campaign", "status", "stack", "approach", "variant", "benchmark", "placement", "message")
+# On a terminal: the run, what became of it and why (the message folds), then what it was.
+RUNS_LAYOUT = Layout(
+    noun="run",
+    priority=("run", "status", "stack", "approach", "message", "benchmark", "variant", "placement", "campaign"),
+    context=frozenset({"campaign", "status", "stack", "approach", "variant", "benchmark", "placement"}),
+    fold=frozenset({"message"}),
+)
 
 
 def run_lines(rows: list[dict]) -> list[dict]:
@@ -25,19 +34,24 @@ def run_lines(rows: list[dict]) -> list[dict]:
 
 
 def runs(
-    where: Annotated[Optional[list[str]], typer.Option("--where", "-w", metavar="KEY=VALUE",
-                                                       help="Filter on a run field (status, stack, approach, "
-                                                            "benchmark, ranks, nodes, campaign, run, ...) or a tag. "
-                                                            "Also !=, <, <=, >, >= for numbers. Repeatable: all "
-                                                            "must hold.")] = None,
+    where: Annotated[Optional[list[str]], typer.Option(
+        "--where", "-w", metavar="KEY=VALUE",
+        help=WHERE_HELP.format(fields="a run field (status, stack, approach, benchmark, ranks, nodes, campaign, "
+                                      "run, ...)"))] = None,
     output_format: FormatOption = OutputFormat.table,
-    limit: Annotated[Optional[int], typer.Option(help="At most this many runs.")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="At most this many runs (the count line says how many "
+                                                            "matched in all).")] = None,
+    columns: ColumnsOption = None,
+    wide: WideOption = False,
     db: DbOption = None,
 ) -> None:
     """List stored runs, one per line, whatever their status (`--where status=failed` finds the failed ones)."""
-    from ..store.query import query_runs
+    from ..store.query import count_matching, query_runs
 
+    where_filters(where)  # a malformed filter is the first thing to hear about
     store = database(db, must_exist=True)
-    rows = query_runs(store, where_filters(where, store), limit)
-    print_listing(output_format, [{**row, "variant": row["tags"].get("variant")} for row in rows], run_lines(rows),
-                  RUN_COLUMNS, "run")
+    filters = where_filters(where, store)
+    rows = query_runs(store, filters, limit)
+    total = count_matching(store, filters, runs=True) if limit and len(rows) == limit else None
+    print_listing(RUNS_LAYOUT, output_format, [{**row, "variant": row["tags"].get("variant")} for row in rows],
+                  run_lines(rows), RUN_COLUMNS, columns_option=columns, wide=wide, total=total)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
-from typing import IO, Sequence
+from typing import IO, Collection, Sequence
 
 from rich import box
 from rich.console import Console
@@ -22,7 +23,9 @@ def _cell(value) -> str:
 
 
 def print_table(rows: Sequence[dict], columns: Sequence[str], title: str | None = None,
-                stream: IO[str] | None = None) -> None:
+                stream: IO[str] | None = None, fold: Collection[str] | None = None, width: int | None = None) -> None:
+    """`fold`: the text columns that may fold onto more lines (default: all); numbers and the other columns are
+    never wrapped. `width`: the terminal's width unless given."""
     stream = stream or sys.stdout
     if stream.isatty():
         # Text, not str: stored values (messages, commands) may hold brackets that rich would read as markup.
@@ -33,10 +36,12 @@ def print_table(rows: Sequence[dict], columns: Sequence[str], title: str | None 
                       pad_edge=False, collapse_padding=True)
         for column in columns:
             numeric = bool(rows) and isinstance(rows[0].get(column), (int, float))
-            table.add_column(Text(column, overflow="ellipsis"), justify="right" if numeric else "left")
+            whole = numeric or (fold is not None and column not in fold)
+            table.add_column(Text(column, overflow="ellipsis"), justify="right" if numeric else "left", no_wrap=whole,
+                             min_width=max((len(_cell(row.get(column))) for row in rows), default=0) if whole else None)
         for row in rows:
             table.add_row(*(Text(_cell(row.get(column)), overflow="fold") for column in columns))
-        Console(file=stream).print(table)
+        Console(file=stream, width=width).print(table)
         return
     cells = [list(columns)] + [[_cell(row.get(column)) for column in columns] for row in rows]
     widths = [max(len(line[index]) for line in cells) for index in range(len(columns))]
@@ -47,10 +52,25 @@ def print_table(rows: Sequence[dict], columns: Sequence[str], title: str | None 
 
 
 def print_csv(rows: Sequence[dict], columns: Sequence[str], stream: IO[str] | None = None) -> None:
-    writer = csv.DictWriter(stream or sys.stdout, fieldnames=list(columns), extrasaction="ignore",
-                            lineterminator="\n")
+    writer, quoted = (csv.DictWriter(stream or sys.stdout, fieldnames=list(columns), extrasaction="ignore",
+                                     lineterminator="\n", quoting=quoting) for quoting in (csv.QUOTE_MINIMAL, csv.QUOTE_ALL))
     writer.writeheader()
-    writer.writerows(rows)
+    for row in rows:
+        cells = {column: _csv_safe(row.get(column)) for column in columns}
+        # the csv module quotes a CR only where CR ends lines: a row that holds one is quoted whole
+        (quoted if any(isinstance(value, str) and "\r" in value for value in cells.values()) else writer).writerow(cells)
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+def _csv_safe(value):
+    """A text cell that a spreadsheet would run as a formula gets a leading ' (OWASP, "CSV Injection",
+    https://owasp.org/www-community/attacks/CSV_Injection); numbers, even negative ones, stay as they are."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
 
 
 def print_json(rows: Sequence[dict], stream: IO[str] | None = None) -> None:

@@ -1,8 +1,11 @@
 """Pinned upstream sources (versions.toml): URL pattern and sha256 per component release, and the
-sha256 of the PyPI wheels that pip stacks install (one component per machine, `IMPL-wheel-MACHINE`)."""
+sha256 of the PyPI wheels that pip stacks install (one component per machine, `IMPL-wheel-MACHINE`).
+A user's own pins ($MPISTACK_VERSIONS, else ~/.config/mpistack/versions.toml, the same layout) are merged over
+the shipped file: each of their components names its source, each version its sha256."""
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import tomllib
@@ -11,9 +14,17 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..data import data_path
+from .stack import CONTROL_RE, VERSION_RE
 
 VERSIONS_FILE = data_path("versions.toml")
+USER_VERSIONS = "~/.config/mpistack/versions.toml"
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+#: a download URL (and its {version} placeholders): http or https (the sha256 pin, not TLS, vouches for the file),
+#: then the characters RFC 3986 allows unescaped, less the quotes and shell syntax ($, `, ', parentheses, *)
+URL_RE = re.compile(r"https?://[A-Za-z0-9._~:/?#\[\]@!&+,;=%{}-]+")
+URL_MAX = 2048
+#: the downloaded file's name, which the build writes and removes
+FILENAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]*")
 
 
 class UnpinnedError(LookupError):
@@ -47,14 +58,61 @@ def _load(path: str) -> dict:
     with open(path, "rb") as handle:
         data = tomllib.load(handle)
     for name, entry in data.items():
+        if "url" in entry:
+            check_url(entry["url"], f"{path}: {name}.url")
+        if CONTROL_RE.search(str(entry.get("source", ""))):
+            raise ValueError(f"{path}: {name}.source: expected one line of printable text")
         for version, sha in entry.get("versions", {}).items():
-            if sha and not SHA256_RE.match(sha):
+            if len(version) > 32 or not VERSION_RE.fullmatch(version):
+                raise ValueError(f"{path}: {name}.versions.{version[:40]!r}: expected a release version such as 4.3.1")
+            if sha and not SHA256_RE.fullmatch(sha):
                 raise ValueError(f"{path}: {name}.versions.{version!r}: not a sha256 ({sha!r})")
     return data
 
 
+def check_url(url: str, where: str) -> str:
+    """``url`` (or a URL pattern) as a generated build step may use it, or ValueError naming ``where``."""
+    if len(url) > URL_MAX or not URL_RE.fullmatch(url):
+        raise ValueError(f"{where}: expected an http(s):// URL without blanks, quotes or control characters, "
+                         f"at most {URL_MAX} characters (got {url[:100]!r})")
+    return url
+
+
+def user_versions_path() -> Path | None:
+    """The user's versions file: $MPISTACK_VERSIONS (which must exist), else the configuration directory's."""
+    if os.environ.get("MPISTACK_VERSIONS"):
+        return Path(os.environ["MPISTACK_VERSIONS"]).expanduser()
+    config = os.environ.get("XDG_CONFIG_HOME")
+    path = Path(config) / "mpistack" / "versions.toml" if config else Path(USER_VERSIONS).expanduser()
+    return path if path.is_file() else None
+
+
+@lru_cache(maxsize=4)
+def _merged(shipped: str, user: str) -> dict:
+    """The shipped table with the user's pins over it; `user_pins` records, per version, the URL pattern, source
+    and file of a user's pin."""
+    if not Path(user).is_file():
+        raise ValueError(f"{user} (named by $MPISTACK_VERSIONS): no such file")
+    merged = {name: dict(entry) for name, entry in _load(shipped).items()}
+    for name, entry in _load(user).items():
+        if not str(entry.get("source", "")).strip():
+            raise ValueError(f"{user}: {name}.source: required: where the pinned checksums were published")
+        versions = entry.get("versions") or {}
+        if not versions or not all(versions.values()):
+            raise ValueError(f"{user}: {name}.versions: expected \"VERSION\" = \"SHA256\" entries, each with "
+                             "its sha256")
+        if name not in merged and "url" not in entry:
+            raise ValueError(f"{user}: {name}.url: required for a component mpistack does not ship")
+        target = merged.setdefault(name, {"url": entry.get("url")})
+        target["versions"] = {**target.get("versions", {}), **versions}
+        mine = {"url": entry.get("url", target.get("url")), "source": entry["source"], "file": user}
+        target["user_pins"] = {**target.get("user_pins", {}), **{version: mine for version in versions}}
+    return merged
+
+
 def table(path: Path | None = None) -> dict:
-    return _load(str(path or VERSIONS_FILE))
+    user = None if path else user_versions_path()
+    return _merged(str(VERSIONS_FILE), str(user)) if user else _load(str(path or VERSIONS_FILE))
 
 
 def known_versions(component: str, path: Path | None = None) -> list[str]:
@@ -80,10 +138,15 @@ def pinned(component: str, version: str, *, field: str | None = None, path: Path
         raise UnpinnedError(f"{where}: {component} {version} is listed without a sha256 ({entry.get('source', '')}); "
                             f"add one from a trustworthy published source to {VERSIONS_FILE.name} before building")
     parts = version.split(".")
-    pattern = url or entry["url"]
-    return Pinned(component, version,
-                  pattern.format(version=version, major=parts[0], major_minor=".".join(parts[:2])),
-                  sha, entry.get("source", ""))
+    mine = entry.get("user_pins", {}).get(version)
+    pattern = url or (mine or entry)["url"]
+    resolved = check_url(pattern.format(version=version, major=parts[0], major_minor=".".join(parts[:2])),
+                         f"{where}: {component} {version} download")
+    if not FILENAME_RE.fullmatch(resolved.rsplit("/", 1)[-1]):
+        raise ValueError(f"{where}: {component} {version} download {resolved!r}: expected a URL ending in a "
+                         "file name")
+    source = f"{mine['source']} (pinned in {mine['file']})" if mine else entry.get("source", "")
+    return Pinned(component, version, resolved, sha, source)
 
 
 def wheel_component(impl: str, machine: str | None = None) -> str:

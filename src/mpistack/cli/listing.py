@@ -1,0 +1,146 @@
+"""The listing verbs' output (results, runs, campaigns): which columns a table shows at the terminal's width,
+`--columns a,b,c` and `--wide`, the count line, and the same columns as CSV.
+
+On a terminal a table shows the columns that matter most, in the order of the listing, as many as fit: numbers,
+ids and names are never wrapped or cut, free text (messages) folds onto more lines. A column with the same value on
+every row is said once in the title instead. Piped, every column is printed (no width to respect), and CSV has
+every column, unless `--columns` names them; JSON has every field."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass
+from typing import IO, Annotated, Optional, Sequence
+
+import typer
+
+from .common import OutputFormat, fail
+
+ColumnsOption = Annotated[Optional[str], typer.Option(
+    "--columns", "-c", metavar="A,B,C", help="Exactly these columns, in this order (table and CSV); an unknown name "
+                                             "lists the known ones.")]
+WideOption = Annotated[bool, typer.Option(
+    "--wide", help="Every column, however wide the table gets (a terminal table otherwise shows what fits).")]
+
+GAP = 2  # rich's SIMPLE_HEAD table with collapsed padding: two characters per column besides its text
+FOLDED_WIDTH = 20  # the room a folding text column is given when the columns are fitted to the terminal
+SHORT_HEADERS = {"benchmark": "bench", "campaign": "camp", "approach": "appr", "placement": "place",
+                 "launcher": "launch", "validation": "valid", "iterations": "iters"}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a verb's rows are listed. `priority`: the columns a terminal table shows, most important first (the
+    last ones are left out when the terminal is narrow); `context`: columns said once in the title when every row
+    has the same value; `fold`: free text that may fold onto more lines."""
+    noun: str
+    priority: tuple[str, ...]
+    context: frozenset[str] = frozenset()
+    fold: frozenset[str] = frozenset()
+
+
+@dataclass
+class Choice:
+    columns: list[str]
+    same: dict[str, str]  # context columns left out because every row has this value
+    hidden: list[str]     # columns left out for width
+
+
+def _text(value) -> str:
+    if value is None:
+        return ""
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def requested_columns(text: str | None, known: Sequence[str]) -> list[str] | None:
+    """The `--columns` list, or None when not given; an unknown name ends the command, listing the known ones."""
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
+        fail(f"--columns {text!r}: {'no such column ' + ', '.join(map(repr, unknown)) if unknown else 'no column named'}"
+             f"; known columns: {', '.join(known)}")
+    return names
+
+
+def natural_width(rows: Sequence[dict], column: str, header: str | None = None) -> int:
+    return max([len(header or column), *(len(_text(row.get(column))) for row in rows)])
+
+
+def choose(layout: Layout, rows: Sequence[dict], columns: Sequence[str], width: int) -> Choice:
+    """The columns of a terminal table `width` characters wide: of `columns` (in their order), the non-empty ones
+    of the layout's priority list, less the context ones every row agrees on, less those of lowest priority that do
+    not fit."""
+    present = [column for column in columns if any(row.get(column) not in (None, "") for row in rows)]
+    same = {}
+    if len(rows) > 1:
+        for column in present:
+            values = {_text(row.get(column)) for row in rows}
+            if column in layout.context and len(values) == 1:
+                same[column] = values.pop()
+    wanted = [column for column in layout.priority if column in present and column not in same]
+    hidden = [column for column in present if column not in wanted and column not in same]
+
+    def room(chosen: list[str]) -> int:
+        return sum(min(natural_width(rows, column, SHORT_HEADERS.get(column)), FOLDED_WIDTH)
+                   if column in layout.fold else natural_width(rows, column, SHORT_HEADERS.get(column))
+                   for column in chosen) + GAP * len(chosen)
+
+    while len(wanted) > 1 and room(wanted) > width:
+        hidden.insert(0, wanted.pop())
+    shown = [column for column in present if column in wanted]
+    return Choice(shown, same, [column for column in present if column in hidden])
+
+
+def _headed(rows: Sequence[dict], columns: list[str], width: int | None) -> tuple[list[dict], list[str]]:
+    """Rows and columns with short headers (campaign -> camp) where the full ones would not fit the width."""
+    if width is None or sum(natural_width(rows, column) + GAP for column in columns) <= width:
+        return list(rows), columns
+    headers = [SHORT_HEADERS.get(column, column) if natural_width(rows, column, "") < len(column) else column
+               for column in columns]  # (a header no wider than its values costs nothing)
+    return [{header: row.get(column) for column, header in zip(columns, headers)} for row in rows], headers
+
+
+def print_listing(layout: Layout, output_format: OutputFormat, records: list[dict], rows: list[dict],
+                  columns: Sequence[str], *, columns_option: str | None = None, wide: bool = False,
+                  total: int | None = None, stream: IO[str] | None = None, width: int | None = None) -> None:
+    """A listing verb's output: the stored records whole as JSON; their display rows as CSV or a table.
+    `columns`: every column there is, in order; `total`: how many matched in all when the listing was limited."""
+    from ..report.tables import print_csv, print_json, print_table
+
+    stream = stream or sys.stdout
+    requested = requested_columns(columns_option, columns)
+    if output_format is OutputFormat.json:
+        print_json(records, stream)
+        return
+    if output_format is OutputFormat.csv:
+        print_csv(rows, requested or columns, stream)
+        return
+    count = f"{len(rows):,} {layout.noun}(s)"
+    if total is not None and total > len(rows):
+        count = f"showing {len(rows):,} of {total:,} {layout.noun}s"
+    terminal = stream.isatty()
+    width = width or (shutil.get_terminal_size().columns if terminal else None)
+    if requested:
+        shown, notes = requested, []
+    elif wide or not terminal:
+        shown = [column for column in columns if any(row.get(column) not in (None, "") for row in rows)]
+        notes = []
+    else:
+        choice = choose(layout, rows, columns, width)
+        shown = choice.columns
+        notes = ["every row: " + ", ".join(f"{column} {value}" for column, value in choice.same.items())
+                 ] if choice.same else []
+        if choice.hidden:
+            notes.append(f"not shown: {', '.join(choice.hidden)} (--wide or --columns)")
+    shown = shown or list(columns)
+    table_rows, headers = _headed(rows, shown, width if terminal and not wide else None)
+    table_width = width if terminal else None
+    if terminal and (wide or requested):  # the user asked for these columns: wider than the terminal if need be
+        table_width = max(width, sum(natural_width(table_rows, header) + GAP for header in headers))
+    fold = {SHORT_HEADERS.get(column, column) for column in layout.fold} | set(layout.fold)
+    print_table(table_rows, headers, title=count, stream=stream, fold=fold, width=table_width)
+    for note in notes:  # below the table, as long as it needs to be: the terminal wraps it
+        stream.write(note + "\n")

@@ -1,0 +1,67 @@
+"""What `mpistack --help` imports (a behaviour, not a timing: the figures are in benchmarks/startup.py), the verb
+table it lists from, and flags shown as flags."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from mpistack.cli import VERBS, app, load_verb
+
+HEAVY = ("sqlalchemy", "scipy", "pydantic", "numpy", "matplotlib", "alembic", "jinja2")
+
+
+def imported_modules(*args: str) -> set[str]:
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "mpistack", *args], capture_output=True,
+                            text=True, timeout=120, env={"COLUMNS": "100", "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    return {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_help_imports_no_store_no_models_no_science_and_no_verb_module():
+    modules = imported_modules("--help")
+    assert "typer" in modules  # (the parsing of -X importtime works)
+    heavy = sorted(name for name in modules if name.split(".")[0] in HEAVY)
+    assert not heavy, heavy
+    verb_modules = sorted(name for name in modules if name.startswith("mpistack.cli.") and name != "mpistack.cli.common")
+    assert not verb_modules, verb_modules
+
+
+def test_a_verb_imports_its_own_module_only():
+    modules = imported_modules("stack", "--help")
+    assert "mpistack.cli.stack" in modules
+    assert not {"mpistack.cli.results", "mpistack.cli.compare", "mpistack.cli.report"} & modules
+    assert not [name for name in modules if name.split(".")[0] in ("sqlalchemy", "scipy")]
+
+
+@pytest.mark.parametrize("verb", VERBS, ids=lambda verb: verb.name)
+def test_each_listed_summary_is_the_first_paragraph_of_the_verbs_own_help(verb):
+    command = load_verb(verb, "rich")
+    first_paragraph = " ".join(inspect.cleandoc(command.help).split("\n\n")[0].split())
+    assert verb.summary == first_paragraph
+
+
+def test_every_verb_is_listed_and_runs_its_own_help():
+    runner = CliRunner()
+    listing = runner.invoke(app, ["--help"], env={"COLUMNS": "120"})
+    assert listing.exit_code == 0
+    for verb in VERBS:
+        assert re.search(rf"│ {verb.name}\s", listing.stdout), verb.name
+        own = runner.invoke(app, [verb.name, "--help"], env={"COLUMNS": "120"})
+        assert own.exit_code == 0 and f"Usage: mpistack {verb.name}" in own.stdout, verb.name
+    typo = runner.invoke(app, ["stakc"])
+    assert typo.exit_code == 2 and "Did you mean 'stack'" in typo.output
+
+
+@pytest.mark.parametrize("args", [["--help"], ["results", "--help"], ["stack", "render", "--help"],
+                                  ["db", "upgrade", "--help"]])
+def test_boolean_flags_show_no_value_placeholder(args):
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "120"})
+    assert result.exit_code == 0
+    assert "<bool>" not in result.stdout
+    assert re.search(r"--help\s+-h\s+Show this message", result.stdout)
