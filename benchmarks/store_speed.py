@@ -24,7 +24,7 @@ FILES = 10_000
 RESULTS = 1_000_000
 SIZES = [2**power for power in range(23)]  # 1 B .. 4 MiB: 23 rows, as osu_bw prints
 SYSTEMS = ["alps", "lumi", "frontier", "local"]
-APPROACHES = ["native", "container", "bind", "hybrid", "libfabric-swap"]
+APPROACHES = ["native", "container", "bind", "hybrid", "fabric-swap"]
 
 
 def osu_text(rng: random.Random) -> str:

@@ -38,7 +38,7 @@
 #define FLOAT_PRECISION 2
 
 /* adaptive-mode defaults */
-#define STOP_MIN_DEFAULT 10
+#define STOP_MIN_DEFAULT 6 /* the fewest samples with a 95% CI of the median, [x(1), x(6)] */
 #define VALIDATION_ITERS 2
 
 #define MAX_TESTS 32
@@ -139,6 +139,8 @@ typedef struct {
     char **env;  /* rank 0: FI_*, UCX_*, MPIR_CVAR_*, OMPI_MCA_*, PMIX_* entries */
     int nenv;
     char *cmdline;
+    char fabric_version[32]; /* fi_version() of the libfabric this process loaded; "" without one */
+    char fabric_path[512];   /* the file it was loaded from */
 } meta_t;
 
 typedef struct {

@@ -2,6 +2,9 @@
  * command line. */
 #include "bench.h"
 
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +27,32 @@ static void collect_library(meta_t *m)
         m->lib_version[i] = 0; /* trailing whitespace */
     MPI_Get_version(&m->mpi_major, &m->mpi_minor);
     m->wtick = MPI_Wtick();
+}
+
+/* The libfabric this process really runs with, asked of the loaded library itself: a deployment may
+ * have swapped the host's in for the image's, and the build must not depend on libfabric. MPICH links it
+ * (global scope: RTLD_DEFAULT finds it); an MPI plug-in may have opened it privately, which RTLD_NOLOAD
+ * finds without ever loading a libfabric that is not already there. fi_version() returns
+ * FI_VERSION(major, minor) = major << 16 | minor (fi_version(3), libfabric man pages). */
+static void collect_libfabric(meta_t *m)
+{
+    typedef uint32_t (*fi_version_fn)(void);
+    void *symbol = dlsym(RTLD_DEFAULT, "fi_version");
+    void *handle = NULL;
+    if (!symbol && (handle = dlopen("libfabric.so.1", RTLD_LAZY | RTLD_NOLOAD)) != NULL)
+        symbol = dlsym(handle, "fi_version");
+    if (symbol) {
+        fi_version_fn fi_version;
+        Dl_info info;
+        memcpy(&fi_version, &symbol, sizeof fi_version); /* object to function pointer, as POSIX allows */
+        uint32_t version = fi_version();
+        snprintf(m->fabric_version, sizeof m->fabric_version, "%u.%u", (unsigned)(version >> 16),
+                 (unsigned)(version & 0xffffu));
+        if (dladdr(symbol, &info) && info.dli_fname)
+            snprintf(m->fabric_path, sizeof m->fabric_path, "%s", info.dli_fname);
+    }
+    if (handle)
+        dlclose(handle);
 }
 
 /* rank 0 receives every rank's processor name */
@@ -84,6 +113,7 @@ void collect_meta(meta_t *m, MPI_Comm comm, int argc, char **argv)
     MPI_Comm_size(comm, &nranks);
     memset(m, 0, sizeof(*m));
     collect_library(m);
+    collect_libfabric(m);
     collect_hosts(m, comm, nranks);
     if (rank == 0) {
         collect_environment(m);

@@ -146,6 +146,13 @@ static void write_mpi(FILE *f, const run_t *run)
     }
     fputs("],", f);
     json_key(f, "wtick"); json_number(f, m->wtick, 9);
+    if (m->fabric_version[0]) {
+        fputc(',', f);
+        json_key(f, "libfabric"); fputc('{', f);
+        json_key(f, "version"); json_string(f, m->fabric_version); fputc(',', f);
+        json_key(f, "path"); json_string(f, m->fabric_path);
+        fputc('}', f);
+    }
     fputc('}', f);
 }
 

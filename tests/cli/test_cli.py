@@ -71,7 +71,7 @@ def test_bad_files_are_named_and_the_rest_is_stored(tmp_path, db):
     prose.write_text("this is not benchmark output\n")
     result = mpistack("ingest", good, garbled, prose, tmp_path / "missing.txt", db=db, check=False)
     assert result.returncode == 1
-    assert f"{garbled}:4: malformed row" in result.stderr
+    assert f"{garbled}:4: '0.2.3' is not a number in column Latency (us)" in result.stderr
     assert f"{prose}: no OSU benchmark output found" in result.stderr
     assert f"{tmp_path / 'missing.txt'}: cannot read" in result.stderr
     rows = json.loads(mpistack("results", "-f", "json", db=db).stdout)
@@ -91,7 +91,7 @@ def test_references_load_and_db_version(db, monkeypatch):
     mpistack("ingest", "--reference", "lumi-container-approaches", db=db)
     assert "lumi-container-approaches" in mpistack("references").stdout
     monkeypatch.setenv("MPISTACK_DB", str(db))  # the environment variable stands for --db
-    rows = json.loads(mpistack("results", "-w", "approach=self-contained", "-w", "benchmark=bw",
+    rows = json.loads(mpistack("results", "-w", "source_label=opensource", "-w", "benchmark=bw",
                                "-w", "size=4194304", "-w", "buffers=D-D", "-f", "json").stdout)
     assert [row["value"] for row in rows] == [23914.85]  # LUMI pipeline document, Opensource, Device to Device
     assert mpistack("db", "version").stdout.strip() == "0003"

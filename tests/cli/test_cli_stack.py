@@ -42,8 +42,11 @@ def test_render_edf_env_binds():
     assert data["env"] == {"MPIR_CVAR_CH4_OFI_ENABLE_HMEM": "1"}
     result = invoke("stack", "render", "cscs-openmpi5", "--env")
     assert "export PMIX_MCA_psec=native" in result.stdout
-    result = invoke("stack", "render", "lumi-ofi1152-mpich423", "--binds", "hybrid")
+    # the host's libfabric and libcxi come from the named system's profile, never by default
+    result = invoke("stack", "render", "lumi-ofi1152-mpich423", "--binds", "fabric-swap", "--system", "lumi")
     assert "/usr/lib64/libcxi.so.1:/usr/lib64/libcxi.so.1" in result.stdout
+    result = invoke("stack", "render", "lumi-ofi1152-mpich423", "--binds", "fabric-swap")
+    assert "/opt/cray" not in result.stdout and "libcxi" not in result.stdout
     result = invoke("stack", "render", "lumi-ofi1152-mpich423", "--binds", "nope")
     assert result.exit_code == 2
 

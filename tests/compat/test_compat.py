@@ -100,13 +100,39 @@ def test_lumi_mpich3_with_libcxi_fails(stack_from):
     assert "lumi-mpich3-libcxi" in rules(bad)
 
 
-def test_hybrid_with_older_host_libfabric(stack_from):
+def test_fabric_swap_with_older_host_libfabric(stack_from):
     s = stack_from(toml(version="4.2.3", ofi="1.22.0"))
-    assert "hybrid-host-libfabric-older" in rules(s, host_libfabric="1.15.2")
-    assert "hybrid-host-libfabric-older" not in rules(s, host_libfabric="1.22.0")
-    assert "hybrid-host-libfabric-older" not in rules(s, host_libfabric="1.15.2", approach="opensource")
-    finding = next(f for f in compat.check(s, host_libfabric="1.15.2") if f.rule == "hybrid-host-libfabric-older")
+    assert "host-libfabric-older" in rules(s, host_libfabric="1.15.2")
+    assert "host-libfabric-older" in rules(s, host_libfabric="1.15.2", approach="fabric-swap")
+    assert "host-libfabric-older" not in rules(s, host_libfabric="1.22.0")
+    assert "host-libfabric-older" not in rules(s, host_libfabric="1.15.2", approach="container")
+    finding = next(f for f in compat.check(s, host_libfabric="1.15.2") if f.rule == "host-libfabric-older")
     assert "MPICH expects higher fabric version" in finding.message
+
+
+def swap(**changes) -> compat.LibfabricSwap:
+    facts = dict(host_path="/usr/lib/libfabric.so.1.20.0", host_soname="libfabric.so.1", host_version="1.17",
+                 host_defines=tuple(f"FABRIC_1.{minor}" for minor in range(7)),
+                 image_library="/opt/mpi/lib/libmpi.so.12", image_needs=("FABRIC_1.0", "FABRIC_1.7", "FABRIC_1.1"))
+    return compat.LibfabricSwap(**{**facts, **changes})
+
+
+def test_a_host_libfabric_missing_a_needed_symbol_version_is_an_error(stack_from):
+    s = stack_from(toml())
+    (finding,) = [f for f in compat.check(s, swap=swap()) if f.rule == "libfabric-swap-symbol-versions"]
+    assert finding.severity == "error"
+    assert finding.message == ("the image's /opt/mpi/lib/libmpi.so.12 needs FABRIC_1.7 from libfabric.so.1; the "
+                               "host's libfabric 1.17 (/usr/lib/libfabric.so.1.20.0) defines FABRIC_1.0 to FABRIC_1.6")
+    assert "libfabric.map.in" in finding.source
+    newer = swap(host_defines=tuple(f"FABRIC_1.{minor}" for minor in range(9)), host_version="2.4")
+    assert "libfabric-swap-symbol-versions" not in rules(s, swap=newer)
+    assert "libfabric-swap-symbol-versions" not in rules(s)  # nothing to check without a swap
+
+
+def test_a_host_library_with_another_soname_is_refused(stack_from):
+    (finding,) = [f for f in compat.check(stack_from(toml()), swap=swap(host_soname="libfabric.so.2"))
+                  if f.rule == "libfabric-swap-symbol-versions"]
+    assert "has soname libfabric.so.2, not libfabric.so.1" in finding.message
 
 
 def test_gpu_over_ofi_needs_hmem(stack_from):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tomllib
 
+import pytest
+
 from mpistack import runtime
 from mpistack.spec import catalogue
 
@@ -48,13 +50,18 @@ def test_edf_is_valid_toml_with_hook_annotation():
     assert off["annotations"]["com"]["hooks"]["cxi"]["enabled"] == "false"
 
 
-def test_apptainer_binds():
+def test_apptainer_binds_come_from_the_system_profile():
     s = catalogue.load("lumi-ofi1152-mpich423")
-    hybrid = runtime.apptainer_binds(s, "hybrid")
-    assert "/opt/cray/libfabric/1.15.2.0:/opt/cray/libfabric/1.15.2.0" in hybrid
-    assert "/usr/lib64/libcxi.so.1:/usr/lib64/libcxi.so.1" in hybrid
-    assert "/opt/rocm:/opt/rocm" in runtime.apptainer_binds(s, "bind")
-    assert runtime.apptainer_binds(s, "container") == []
+    swap = runtime.apptainer_binds(s, "fabric-swap", system="lumi")
+    assert "/opt/cray/libfabric/1.15.2.0:/opt/cray/libfabric/1.15.2.0" in swap
+    assert "/usr/lib64/libcxi.so.1:/usr/lib64/libcxi.so.1" in swap
+    assert "/opt/rocm:/opt/rocm" in runtime.apptainer_binds(s, "bind", system="lumi")
+    assert runtime.apptainer_binds(s, "container", system="lumi") == []
+    # the default is this machine: Debian's libfabric, no centre's path
+    assert runtime.apptainer_binds(s, "fabric-swap") == [
+        "/usr/lib/x86_64-linux-gnu/libfabric.so.1:/opt/mpistack/host-fabric/lib/libfabric.so.1"]
+    with pytest.raises(ValueError, match="unknown approach: expected one of native, container, hybrid, bind"):
+        runtime.apptainer_binds(s, "opensource")
 
 
 def test_env_script_quotes_values():
@@ -63,12 +70,13 @@ def test_env_script_quotes_values():
 
 
 def test_write_runtime(tmp_path):
-    files = runtime.write_runtime(catalogue.load("cscs-mpich-gpu"), tmp_path)
+    files = runtime.write_runtime(catalogue.load("cscs-mpich-gpu"), tmp_path, system="lumi")
     names = sorted(p.name for p in files)
-    assert names == ["apptainer-bind.sh", "apptainer-hybrid.sh", "cscs-mpich-gpu.edf.toml", "env.sh"]
-    hybrid = (tmp_path / "apptainer-hybrid.sh").read_text()
-    assert "export APPTAINER_BIND=/opt/cray/libfabric/1.15.2.0:/opt/cray/libfabric/1.15.2.0," in hybrid
-    assert "export APPTAINERENV_LD_LIBRARY_PATH=" in hybrid
+    assert names == ["apptainer-bind.sh", "apptainer-fabric-swap.sh", "apptainer-hybrid.sh",
+                     "cscs-mpich-gpu.edf.toml", "env.sh"]
+    swap = (tmp_path / "apptainer-fabric-swap.sh").read_text()
+    assert "export APPTAINER_BIND=/opt/cray/libfabric/1.15.2.0:/opt/cray/libfabric/1.15.2.0," in swap
+    assert "export APPTAINERENV_LD_LIBRARY_PATH=" in swap
     assert "MPIR_CVAR_CH4_OFI_ENABLE_HMEM=1" in (tmp_path / "env.sh").read_text()
 
 

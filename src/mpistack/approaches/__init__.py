@@ -14,8 +14,10 @@ from .native import Native  # isort: skip
 from .container import Container  # isort: skip
 from .hybrid import Hybrid  # isort: skip
 from .bind import Bind  # isort: skip
+from .fabric_swap import FabricSwap  # isort: skip
 
-__all__ = ["Approach", "Bind", "Container", "HostFacts", "Hybrid", "Native", "Refused", "Resources", "plan"]
+__all__ = ["Approach", "Bind", "Container", "FabricSwap", "HostFacts", "Hybrid", "Native", "Refused", "Resources",
+           "plan"]
 
 
 def plan(case: Case, resources: Resources, output: Path | None, options: list[str], label: str) -> LaunchPlan:

@@ -20,11 +20,10 @@ from ..launchers import LaunchPlan, RankStarter
 from ..registry import LAUNCHERS
 from ..runtime import presets
 from ..spec.case import Case
+from .fabric_facts import GLIBC, HostLibfabric, ImageFabric, probe_host_libfabric
 
 # The host's MPI library, the names a binary may ask it by, and how its ABI is named in messages.
 HOST_MPI_LIBRARIES = {"mpich": ("libmpich.so.12", ("libmpi.so.12", "libmpich.so.12"))}
-# The C library stays the image's own: mounting the host's would replace the loader under running code.
-_GLIBC = re.compile(r"^(libc|libm|libdl|librt|libpthread|ld-linux[-\w]*|libresolv|libutil)\.so")
 _PLUGIN_DIRS = ("/usr/lib/x86_64-linux-gnu/ucx",)
 
 
@@ -40,6 +39,7 @@ class HostFacts:
     # host MPI -> (host path, name inside a container) of its library and the non-libc libraries it needs
     mpi_library_files: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     plugin_dirs: tuple[str, ...] = ()  # transport plug-ins the host MPI loads at run time (UCX modules)
+    libfabric: HostLibfabric | None = None  # the host's libfabric.so.1, which fabric-swap mounts into images
 
     @classmethod
     def probe(cls) -> "HostFacts":
@@ -49,7 +49,8 @@ class HostFacts:
             if found:
                 files[mpi] = found
         return cls(is_root=os.geteuid() == 0, mpi_library_files=files,
-                   plugin_dirs=tuple(path for path in _PLUGIN_DIRS if Path(path).is_dir()))
+                   plugin_dirs=tuple(path for path in _PLUGIN_DIRS if Path(path).is_dir()),
+                   libfabric=probe_host_libfabric())
 
     def root_env(self) -> dict[str, str]:
         """Open MPI refuses root unless told twice; campaigns here may run as root."""
@@ -69,7 +70,7 @@ def _library_files(mpi: str) -> tuple[tuple[str, str], ...]:
     files = [(path, alias) for alias in aliases]
     ldd = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
     for name, resolved in re.findall(r"^\s*(\S+) => (/\S+)", ldd, re.MULTILINE):
-        if not _GLIBC.match(name):
+        if not GLIBC.match(name):
             files.append((os.path.realpath(resolved), name))
     return tuple(files)
 
@@ -88,6 +89,7 @@ class Resources:
     failed_builds: dict[str, str] = field(default_factory=dict)  # stack name -> why its image is missing
     native_bench: dict[str, NativeBuild] = field(default_factory=dict)  # pip stack name -> its wheel natively
     failed_native: dict[str, str] = field(default_factory=dict)  # pip stack name -> why its native build is missing
+    image_fabric: dict[str, ImageFabric] = field(default_factory=dict)  # stack name -> its MPI's libfabric facts
 
     def build_failure(self, case: Case) -> str | None:
         """Why what this case runs could not be built: a pip stack's image and its native build fail apart,

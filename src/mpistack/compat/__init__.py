@@ -37,12 +37,26 @@ class Finding:
         return f"{self.severity}: [{self.rule}] {self.message}"
 
 
+@dataclass(frozen=True)
+class LibfabricSwap:
+    """A host libfabric about to replace an image's (the fabric-swap approach), as read off both ELF files:
+    the symbol versions the image's MPI library needs from libfabric.so.1, and those the host's defines."""
+
+    host_path: str
+    host_soname: str | None
+    host_version: str | None
+    host_defines: tuple[str, ...]
+    image_library: str  # the image's MPI library that links libfabric, e.g. /opt/mpi/lib/libmpi.so.12
+    image_needs: tuple[str, ...]
+
+
 @dataclass
 class Target:
-    """What a rule may look at beyond the stack: the host libfabric a hybrid deployment swaps in."""
+    """What a rule may look at beyond the stack: the host libfabric a fabric-swap deployment swaps in."""
 
     host_libfabric: str | None = None
-    approach: str | None = None  # container | hybrid | bind | opensource
+    approach: str | None = None  # native | container | hybrid | bind | fabric-swap
+    swap: LibfabricSwap | None = None
 
 
 @dataclass(frozen=True)
@@ -235,16 +249,48 @@ def _lumi_mpich3_cxi(stack: Stack, ctx: Target) -> str | None:
     return None
 
 
-@rule("hybrid-host-libfabric-older", "warning",
-      "Swapping in the host's libfabric (the hybrid approach) fails when the container's MPICH was built "
-      "against a newer libfabric: 'MPICH expects higher fabric version'.",
+@rule("host-libfabric-older", "warning",
+      "Swapping in the host's libfabric (the fabric-swap approach; 'libfabric hybrid' in the source) fails when "
+      "the container's MPICH was built against a newer libfabric: 'MPICH expects higher fabric version'.",
       "'Docker build pipeline for 4 different container approaches on LUMI' (2025-03-07) (compatibility matrix, libfabric-hybrid: libfabric 1211/1220 & mpich 343/423 FAILS with host libfabric 1.15.2)")
 def _hybrid(stack: Stack, ctx: Target) -> str | None:
     host = ctx.host_libfabric
     if host and stack.mpi.impl == "mpich" and stack.mpi.netmod == "ofi" and stack.libfabric and V(_ofi(stack)) > V(host):
-        if ctx.approach in (None, "hybrid"):
-            return (f"built against libfabric {_ofi(stack)}, the host's libfabric {host} is older: a hybrid run "
-                    "(host libfabric bound in) fails with 'MPICH expects higher fabric version'")
+        if ctx.approach in (None, "fabric-swap"):
+            return (f"built against libfabric {_ofi(stack)}, the host's libfabric {host} is older: a fabric-swap "
+                    "run (host libfabric bound in) fails with 'MPICH expects higher fabric version'")
+    return None
+
+
+LIBFABRIC_SONAME = "libfabric.so.1"
+
+
+def _version_key(name: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", name))
+
+
+@rule("libfabric-swap-symbol-versions", "error",
+      "A library mounted in place of an image's libfabric must have the soname libfabric.so.1 and define every "
+      "symbol version (FABRIC_1.x) the image's MPI was linked against: the dynamic loader refuses to start the "
+      "program otherwise (\"version `FABRIC_1.7' not found\"). libfabric adds a version whenever an interface "
+      "changes (fi_getinfo is FABRIC_1.3 in Debian 12's libfabric 1.17 and FABRIC_1.7 in libfabric 1.22), so an "
+      "older host libfabric may not serve an MPI built against a newer one, whatever its providers.",
+      "libfabric's symbol map, libfabric.map.in (https://github.com/ofiwg/libfabric/blob/main/libfabric.map.in); "
+      "Ulrich Drepper, 'How To Write Shared Libraries' (https://www.akkadia.org/drepper/dsohowto.pdf), "
+      "section 3, 'Maintaining APIs and ABIs'")
+def _swap_symbol_versions(stack: Stack, ctx: Target) -> str | None:
+    swap = ctx.swap
+    if swap is None:
+        return None
+    if swap.host_soname != LIBFABRIC_SONAME:
+        return (f"the host library {swap.host_path} has soname {swap.host_soname or 'none'}, not {LIBFABRIC_SONAME}: "
+                f"the image's {swap.image_library} would not load it")
+    missing = sorted(set(swap.image_needs) - set(swap.host_defines), key=_version_key)
+    if missing:
+        defined = sorted(swap.host_defines, key=_version_key)
+        span = f"{defined[0]} to {defined[-1]}" if defined else "no FABRIC_* version"
+        return (f"the image's {swap.image_library} needs {', '.join(missing)} from {LIBFABRIC_SONAME}; the host's "
+                f"libfabric {swap.host_version or ''} ({swap.host_path}) defines {span}".replace("  ", " "))
     return None
 
 
@@ -377,8 +423,9 @@ def _pinned(stack: Stack, ctx: Target) -> str | None:
     return "; ".join(problems) or None
 
 
-def check(stack: Stack, *, host_libfabric: str | None = None, approach: str | None = None) -> list[Finding]:
-    ctx = Target(host_libfabric=host_libfabric, approach=approach)
+def check(stack: Stack, *, host_libfabric: str | None = None, approach: str | None = None,
+          swap: LibfabricSwap | None = None) -> list[Finding]:
+    ctx = Target(host_libfabric=host_libfabric, approach=approach, swap=swap)
     findings = [f for r in RULES if (f := r.check(stack, ctx)) is not None]
     order = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(findings, key=lambda f: order[f.severity])

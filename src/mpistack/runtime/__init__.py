@@ -1,22 +1,29 @@
 """Runtime files from the same stack spec: environment presets per MPI and network, the CSCS Container
-Engine EDF, and Apptainer bind lists for the host-library approaches ('Docker build pipeline for 4 different container approaches on LUMI' (2025-03-07)).
+Engine EDF, and Apptainer settings for the approaches that bind host paths, which come from a system profile
+(runtime/systems.py: `local` by default, `lumi`, `alps`).
 
     presets(stack, gpu=True)      -> {"MPIR_CVAR_CH4_OFI_ENABLE_HMEM": "1", ...}
     srun_mpi(stack)               -> "pmi2" | "pmix"
     edf(stack)                    -> TOML text for ~/.edf/NAME.toml
-    apptainer_binds(stack, "hybrid") -> ["/opt/cray/libfabric/...:/opt/cray/libfabric/...", ...]
+    apptainer_binds(stack, "fabric-swap", system="lumi") -> ["/opt/cray/libfabric/1.15.2.0:/opt/cray/...", ...]
+
+Every generator escapes each value for its format (shlex.quote for shell, JSON strings for TOML), checks
+every variable name against a strict pattern, and keeps newlines out of comments: stack fields reach these
+files, and a file that is sourced must not run what a field smuggles in.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..registry import APPROACHES
 from ..spec.stack import Stack
-
-APPROACHES = ("container", "hybrid", "bind", "opensource")
+from . import systems
+from .systems import DEFAULT_SYSTEM, check_bind, check_env_name
 
 
 @dataclass
@@ -85,17 +92,26 @@ def launch_command(stack: Stack, ranks: int, argv: list[str], *, binding: str = 
     return [*mpiexec_argv(stack.launcher, stack.mpi.impl, ranks, binding), *argv]
 
 
+def _comment(text: str) -> str:
+    """One comment line: control characters (a newline would end the comment) become spaces."""
+    return re.sub(r"[\x00-\x1f\x7f]", " ", str(text))
+
+
+def _export(name: str, value: str, where: str) -> str:
+    return f"export {check_env_name(name, where)}={shlex.quote(value)}"
+
+
 def env_script(stack: Stack, **options) -> str:
     preset = presets(stack, **options)
-    lines = [f"# mpistack runtime environment for {stack.name} ({stack.mpi.impl} {stack.mpi.version}, "
-             f"network {options.get('network') or stack.network})"]
-    lines += [f"# {note}" for note in preset.notes]
-    lines += [f"export {key}={shlex.quote(value)}" for key, value in preset.env.items()]
+    lines = ["# " + _comment(f"mpistack runtime environment for {stack.name} ({stack.mpi.impl} {stack.mpi.version}, "
+                             f"network {options.get('network') or stack.network})")]
+    lines += ["# " + _comment(note) for note in preset.notes]
+    lines += [_export(key, value, "environment preset") for key, value in preset.env.items()]
     return "\n".join(lines) + "\n"
 
 
 def _toml_str(value: str) -> str:
-    return json.dumps(value)  # a JSON string is a valid TOML basic string
+    return json.dumps(str(value))  # a JSON string is a valid TOML basic string
 
 
 def ce_image(ref: str) -> str:
@@ -112,7 +128,7 @@ def edf(stack: Stack, *, image: str | None = None, mounts: list[str] | None = No
         cxi_hook: bool = True, gpu: bool = False) -> str:
     """A CSCS Container Engine environment definition file (TOML)."""
     preset = presets(stack, gpu=gpu)
-    lines = [f"# CSCS Container Engine EDF for {stack.name}, written by mpistack",
+    lines = ["# " + _comment(f"CSCS Container Engine EDF for {stack.name}, written by mpistack"),
              f"# run with: srun --mpi={srun_mpi(stack)} --environment=<this file> ...",
              f"image = {_toml_str(ce_image(image or stack.image_ref()))}"]
     if mounts:
@@ -120,58 +136,55 @@ def edf(stack: Stack, *, image: str | None = None, mounts: list[str] | None = No
     if workdir:
         lines.append(f"workdir = {_toml_str(workdir)}")
     if preset.env:
-        lines += ["", "[env]"] + [f"{k} = {_toml_str(v)}" for k, v in preset.env.items()]
+        lines += ["", "[env]"] + [f"{check_env_name(k, 'EDF env')} = {_toml_str(v)}" for k, v in preset.env.items()]
     lines += ["", "[annotations]", f"com.hooks.cxi.enabled = {_toml_str('true' if cxi_hook else 'false')}"]
     return "\n".join(lines) + "\n"
 
 
-#: host paths an approach binds into the container ('Docker build pipeline for 4 different container approaches on LUMI' (2025-03-07)): hybrid swaps in the host's libfabric
-#: and libcxi; bind brings the host's whole Cray MPICH.
-HOST_PATHS = {
-    "container": [],
-    "opensource": [],
-    "hybrid": ["/opt/cray/libfabric/{libfabric}", "/usr/lib64/libcxi.so.1", "/usr/lib64/libcxi.so",
-               "/usr/lib64/libjson-c.so.3", "/usr/lib64/libnl-3.so.200", "/var/spool/slurmd", "/var/run/munge"],
-    "bind": ["/opt/cray", "/usr/lib64/libcxi.so.1", "/usr/lib64/libjson-c.so.3", "/usr/lib64/libnl-3.so.200",
-             "/usr/lib64/libpals.so.0", "/var/spool/slurmd", "/var/run/munge", "/usr/share/libdrm/amdgpu.ids"],
-}
-
-
-def apptainer_binds(stack: Stack, approach: str, *, host_libfabric: str = "1.15.2.0") -> list[str]:
-    if approach not in APPROACHES:
-        raise ValueError(f"approach {approach!r}: expected one of {', '.join(APPROACHES)}")
-    paths = [p.format(libfabric=host_libfabric) for p in HOST_PATHS[approach]]
-    if approach == "bind" and stack.gpu.kind == "rocm":
+def apptainer_binds(stack: Stack, approach: str, *, system: str = DEFAULT_SYSTEM) -> list[str]:
+    """HOST:CONTAINER bind specifications for `approach` on `system` (an approach the profile leaves out,
+    such as container, binds nothing). Raises ValueError for an unknown approach or a path that cannot be
+    written into a bind list."""
+    profile = systems.load(system)
+    paths = list(profile.paths(approach).binds)
+    if approach in profile.gpu_runtime_for and stack.gpu.kind == "rocm":
         paths.append(stack.gpu.prefix or "/opt/rocm")
-    return [f"{p}:{p}" for p in paths]
+    return [check_bind(spec if ":" in spec else f"{spec}:{spec}", f"system {system}, approach {approach}")
+            for spec in paths]
 
 
-def apptainer_env(stack: Stack, approach: str, *, host_libfabric: str = "1.15.2.0") -> dict[str, str]:
-    if approach == "hybrid":
-        return {"LD_LIBRARY_PATH": f"/opt/cray/libfabric/{host_libfabric}/lib64:/usr/lib64"}
-    if approach == "bind":
-        return {"LD_LIBRARY_PATH": "/opt/cray/pe/mpich/default/ofi/gnu/12.3/lib-abi-mpich:/opt/cray/pe/lib64:"
-                                   "/opt/cray/libfabric/default/lib64:/usr/lib64"}
-    return {}
+def apptainer_env(stack: Stack, approach: str, *, system: str = DEFAULT_SYSTEM) -> dict[str, str]:
+    return dict(systems.load(system).paths(approach).env)
 
 
-def write_runtime(stack: Stack, directory: Path, *, gpu: bool | None = None) -> list[Path]:
-    """env.sh, <name>.edf.toml and Apptainer bind lists for the host-library approaches."""
+def apptainer_script(stack: Stack, approach: str, *, system: str = DEFAULT_SYSTEM) -> str:
+    """A file to source before `apptainer exec`: APPTAINER_BIND and APPTAINERENV_* for the approach."""
+    profile = systems.load(system)
+    body = ["# " + _comment(f"Apptainer settings for the {approach} approach of {stack.name} on system "
+                            f"{system} ({profile.source}): source this file, then"),
+            "#   apptainer exec IMAGE.sif ...",
+            _export("APPTAINER_BIND", ",".join(apptainer_binds(stack, approach, system=system)), "bind list")]
+    body += [_export(f"APPTAINERENV_{check_env_name(key, 'Apptainer env')}", value, "Apptainer env")
+             for key, value in apptainer_env(stack, approach, system=system).items()]
+    return "\n".join(body) + "\n"
+
+
+def write_runtime(stack: Stack, directory: Path, *, gpu: bool | None = None,
+                  system: str = DEFAULT_SYSTEM) -> list[Path]:
+    """env.sh, <name>.edf.toml and an Apptainer settings file per approach the system profile binds for."""
     directory.mkdir(parents=True, exist_ok=True)
     gpu = stack.gpu.kind != "none" if gpu is None else gpu
+    files = {"env.sh": env_script(stack, gpu=gpu), f"{_file_name(stack.name)}.edf.toml": edf(stack, gpu=gpu)}
+    for approach in (name for name in APPROACHES.names() if name in systems.load(system).approaches):
+        files[f"apptainer-{approach}.sh"] = apptainer_script(stack, approach, system=system)
     written = []
-    path = directory / "env.sh"
-    path.write_text(env_script(stack, gpu=gpu))
-    written.append(path)
-    path = directory / f"{stack.name}.edf.toml"
-    path.write_text(edf(stack, gpu=gpu))
-    written.append(path)
-    for approach in ("hybrid", "bind"):
-        path = directory / f"apptainer-{approach}.sh"
-        body = [f"# Apptainer settings for the {approach} approach ('Docker build pipeline for 4 different container approaches on LUMI' (2025-03-07)): source this file, then",
-                "#   apptainer exec IMAGE.sif ...",
-                f"export APPTAINER_BIND={shlex.quote(','.join(apptainer_binds(stack, approach)))}"]
-        body += [f"export APPTAINERENV_{k}={shlex.quote(v)}" for k, v in apptainer_env(stack, approach).items()]
-        path.write_text("\n".join(body) + "\n")
+    for name, text in files.items():
+        path = directory / name
+        path.write_text(text)
         written.append(path)
     return written
+
+
+def _file_name(name: str) -> str:
+    """A stack name as one file name inside the directory (no separator, no leading dot)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "stack"

@@ -1,0 +1,181 @@
+"""What the fabric-swap approach needs to know about libfabric on both sides, read off the ELF files:
+
+- the host's libfabric (probed once with the other host facts): its file, the libraries it needs, the
+  symbol versions it defines (FABRIC_1.x), its version and its directory of provider plug-ins;
+- an image's (probed once per image, when a campaign is prepared, and cached by image digest): which file
+  its MPI library loads as libfabric.so.1, and the FABRIC_1.x versions that MPI library needs from it.
+
+Both sides are read with binutils' readelf on the host: an image need not carry binutils, so its MPI
+library is copied out of a container into a scratch directory first.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..cache import cache_dir
+from ..compat import LIBFABRIC_SONAME
+from ..engines import ContainerRun, Engine, EngineError
+
+# The C library stays the image's own: mounting the host's would replace the loader under running code.
+GLIBC = re.compile(r"^(libc|libm|libdl|librt|libpthread|ld-linux[-\w]*|libresolv|libutil)\.so")
+_IMAGE_FACTS_FORMAT = 1  # bump when ImageFabric changes, so that older cached facts are probed again
+
+
+@dataclass(frozen=True)
+class HostLibfabric:
+    """The host's libfabric as fabric-swap mounts it into a container."""
+
+    path: str  # the real file
+    soname: str | None
+    version: str | None  # fi_version() as 'major.minor', as mpistack-bench reports it
+    defines: tuple[str, ...]  # FABRIC_1.x symbol versions the file defines
+    dependencies: tuple[tuple[str, str], ...] = ()  # (host path, name the loader asks for), libc excluded
+    providers_dir: str | None = None  # its directory of provider plug-ins (FI_PROVIDER_PATH), when it has one
+
+
+@dataclass(frozen=True)
+class ImageFabric:
+    """Which libfabric an image's MPI loads, and what it needs of it; `problem` says why this is unknown."""
+
+    mpi_library: str | None = None  # e.g. /opt/mpi/lib/libmpi.so.12
+    libfabric: str | None = None  # the path the loader resolves libfabric.so.1 to inside the image
+    needs: tuple[str, ...] = ()  # FABRIC_1.x versions the MPI library needs from libfabric.so.1
+    problem: str | None = None
+
+
+def readelf_versions(path: str) -> tuple[str | None, tuple[str, ...], dict[str, tuple[str, ...]]]:
+    """(soname, symbol versions defined, {needed file: versions needed from it}) of one ELF file."""
+    dynamic = subprocess.run(["readelf", "-d", "-W", path], capture_output=True, text=True, check=True).stdout
+    soname = re.search(r"\(SONAME\)\s+Library soname: \[([^\]]+)\]", dynamic)
+    listing = subprocess.run(["readelf", "-V", "-W", path], capture_output=True, text=True, check=True).stdout
+    defines: list[str] = []
+    needs: dict[str, list[str]] = {}
+    section, current = "", ""
+    for line in listing.splitlines():
+        if line.startswith("Version definition section"):
+            section = "d"
+        elif line.startswith("Version needs section"):
+            section = "r"
+        elif line.startswith("Version symbols section"):
+            section = ""
+        elif section == "d" and (match := re.search(r"Flags: (\S+).*Name: (\S+)", line)):
+            if match.group(1) != "BASE":  # the first definition names the file itself
+                defines.append(match.group(2))
+        elif section == "r" and (match := re.search(r"File: (\S+)", line)):
+            current = match.group(1)
+            needs.setdefault(current, [])
+        elif section == "r" and current and (match := re.search(r"Name: (\S+)", line)):
+            needs[current].append(match.group(1))
+    return (soname.group(1) if soname else None, tuple(defines),
+            {name: tuple(versions) for name, versions in needs.items()})
+
+
+def dependencies(path: str) -> tuple[tuple[str, str], ...]:
+    """The libraries `path` needs besides the C library, as (real host path, name asked for)."""
+    ldd = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
+    return tuple((os.path.realpath(resolved), name) for name, resolved in re.findall(r"^\s*(\S+) => (/\S+)", ldd,
+                                                                                     re.MULTILINE)
+                 if not GLIBC.match(name))
+
+
+def fi_version(path: str) -> str | None:
+    """fi_version() of the library file: FI_VERSION(major, minor) = major << 16 | minor (fi_version(3))."""
+    try:
+        function = ctypes.CDLL(path).fi_version
+    except (OSError, AttributeError):
+        return None
+    function.restype = ctypes.c_uint32
+    version = function()
+    return f"{version >> 16}.{version & 0xFFFF}"
+
+
+def host_libfabric(path: str) -> HostLibfabric:
+    """The facts of one libfabric file on the host (the system's, or one a test or a user names)."""
+    real = os.path.realpath(path)
+    soname, defines, _ = readelf_versions(real)
+    providers = Path(real).parent / "libfabric"  # where libfabric's build puts its DL providers (libdir/libfabric)
+    return HostLibfabric(path=real, soname=soname, version=fi_version(real),
+                         defines=tuple(name for name in defines if name.startswith("FABRIC_")),
+                         dependencies=dependencies(real),
+                         providers_dir=str(providers) if providers.is_dir() else None)
+
+
+def probe_host_libfabric() -> HostLibfabric | None:
+    """The system's libfabric.so.1 as the dynamic loader finds it (ldconfig's cache); None without one or
+    without readelf."""
+    try:
+        listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    match = re.search(rf"^\s*{re.escape(LIBFABRIC_SONAME)} \([^)]*\) => (\S+)", listing, re.MULTILINE)
+    if not match:
+        return None
+    try:
+        return host_libfabric(match.group(1))
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def _ldd_in_image(engine: Engine, image: str, program: str) -> dict[str, str]:
+    run = engine.run(ContainerRun(image=image, argv=["sh", "-c", 'ldd "$(command -v "$1")"', "sh", program]),
+                     timeout=120)
+    if run.returncode != 0:
+        raise EngineError(f"ldd of {program} in {image} failed ({run.returncode}): {run.stderr.strip()[-500:]}")
+    return dict(re.findall(r"^\s*(\S+) => (/\S+)", run.stdout, re.MULTILINE))
+
+
+def _copy_out(engine: Engine, image: str, path: str, directory: str) -> str:
+    """One file of the image, copied into a host directory mounted into a throw-away container."""
+    run = engine.run(ContainerRun(image=image, argv=["cp", "-L", path, "/mpistack-out/library"],
+                                  mounts=[f"{directory}:/mpistack-out"]), timeout=120)
+    if run.returncode != 0:
+        raise EngineError(f"cannot copy {path} out of {image} ({run.returncode}): {run.stderr.strip()[-500:]}")
+    return os.path.join(directory, "library")
+
+
+def probe_image_fabric(engine: Engine, image: str, program: str = "mpistack-bench") -> ImageFabric:
+    """Which libfabric the image's `program` loads through its MPI library, and the symbol versions that
+    library needs: run once per image digest, then read from the cache."""
+    try:
+        digest = engine.inspect_digest(image)
+    except EngineError as error:
+        return ImageFabric(problem=f"image {image} unavailable: {error}")
+    cached = cache_dir() / "image-facts" / f"fabric-{re.sub(r'[^A-Za-z0-9]', '_', digest)}.json"
+    if cached.is_file():
+        stored = json.loads(cached.read_text())
+        if stored.pop("format", None) == _IMAGE_FACTS_FORMAT:
+            return ImageFabric(**{**stored, "needs": tuple(stored["needs"])})
+    facts = _probe_image(engine, image, program)
+    if facts.problem is None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        temporary = cached.with_suffix(f".tmp{os.getpid()}")
+        temporary.write_text(json.dumps({"format": _IMAGE_FACTS_FORMAT, **asdict(facts)}))
+        temporary.replace(cached)
+    return facts
+
+
+def _probe_image(engine: Engine, image: str, program: str) -> ImageFabric:
+    try:
+        loaded = _ldd_in_image(engine, image, program)
+        libfabric = loaded.get(LIBFABRIC_SONAME)
+        if libfabric is None:
+            return ImageFabric(problem=f"{program} in {image} does not load {LIBFABRIC_SONAME}: its MPI uses "
+                                       "another network layer, so there is no libfabric to swap")
+        libraries = [path for name, path in loaded.items() if name.startswith("libmpi")]
+        with tempfile.TemporaryDirectory(prefix="mpistack-elf-") as directory:
+            for library in libraries:
+                _, _, needs = readelf_versions(_copy_out(engine, image, library, directory))
+                if LIBFABRIC_SONAME in needs:
+                    return ImageFabric(mpi_library=library, libfabric=libfabric, needs=needs[LIBFABRIC_SONAME])
+    except (EngineError, OSError, subprocess.CalledProcessError) as error:
+        return ImageFabric(problem=f"cannot read the libfabric facts of {image}: {error}")
+    return ImageFabric(libfabric=libfabric, problem=f"no MPI library of {image} links {LIBFABRIC_SONAME} itself "
+                                                    f"(it is opened by a plug-in): its needs cannot be checked")

@@ -1,0 +1,115 @@
+"""fabric-swap for real: the PyPI MPICH image (stack pip-mpich, its wheel's own libfabric 1.22 inside) run
+through podman with another libfabric mounted over its own, and the libfabric each run really loaded read
+from mpistack-bench's JSON (fi_version() asked of the loaded library) into the store.
+
+This machine's own libfabric (Debian 12, 1.17) cannot serve the wheel: its MPI library needs the symbol
+version FABRIC_1.7, which 1.17 does not define. So the refusal is tested with the system's library through
+the command line, and the swap itself with a newer libfabric present on the host: the one in the MPICH 5.0.1
+wheel (libfabric 2.4), installed natively for the pip-mpich5 stack's baseline.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from mpistack.approaches import HostFacts
+from mpistack.approaches.fabric_facts import host_libfabric, probe_host_libfabric
+from mpistack.campaign import stages
+from mpistack.campaign.matrix import expand, resolve_stacks
+from mpistack.campaign.prepare import planning_resources, prepare
+from mpistack.images.host_venv import build_native, native_dir
+from mpistack.launchers.local import LocalLauncher
+from mpistack.spec import catalogue
+from mpistack.spec.campaign import load_campaign_text
+from mpistack.store import open_database
+from mpistack.store.campaigns import start_campaign
+
+needs_podman = pytest.mark.skipif(shutil.which("podman") is None or shutil.which("mpiexec.mpich") is None,
+                                  reason="needs podman and Debian's mpich (the host launcher)")
+SHORT = '["-m", "1:64", "-i", "20", "-x", "2"]'
+
+
+def campaign_text(name: str) -> str:
+    return f"""name = "{name}"
+approaches = ["container", "hybrid", "fabric-swap"]
+benchmarks = ["latency"]
+benchmark_options = {SHORT}
+timeout = 300
+[[stack]]
+name = "pip-mpich"
+[[placement]]
+ranks = 2
+"""
+
+
+def stored_runs(db: Path) -> dict[str, sqlite3.Row]:
+    with sqlite3.connect(db) as connection:
+        connection.row_factory = sqlite3.Row
+        return {row["approach"]: row for row in connection.execute("SELECT * FROM runs ORDER BY id")}
+
+
+def newer_host_libfabric() -> str:
+    """The MPICH 5.0.1 wheel's libfabric, installed on the host in its virtual environment."""
+    try:
+        build_native(catalogue.load("pip-mpich5"))
+    except (OSError, subprocess.CalledProcessError) as error:
+        pytest.skip(f"the mpich 5.0.1 wheel cannot be installed here: {error}")
+    return str(native_dir(catalogue.load("pip-mpich5")) / "venv" / "lib" / "mpich" / "libfabric.so.1")
+
+
+@needs_podman
+def test_fabric_swap_runs_the_host_libfabric_and_the_container_its_own(tmp_path):
+    library = host_libfabric(newer_host_libfabric())
+    assert library.version == "2.4" and "FABRIC_1.7" in library.defines
+    host = HostFacts(**{**HostFacts.probe().__dict__, "libfabric": library})
+    campaign = load_campaign_text(campaign_text("fabric-swap-real"), "fabric-swap.toml")
+    stacks = resolve_stacks(campaign)
+    cases = expand(campaign, stacks)
+    resources = planning_resources(campaign, stacks, host=host)
+    prepare(cases, resources, say=Console(quiet=True).print)
+    facts = resources.image_fabric["pip-mpich"]
+    assert facts.libfabric == "/opt/mpi/lib/mpich/libfabric.so.1" and "FABRIC_1.7" in facts.needs
+    db = tmp_path / "swap.db"
+    database = open_database(str(db))
+    context = stages.CaseContext(campaign, start_campaign(database, campaign.name, {}), resources,
+                                 LocalLauncher(resources.engine, state_dir=tmp_path / "running"), database)
+    for case in cases:
+        outcome = stages.run_case(context, case)
+        assert outcome is not None and outcome.status.value == "ok", (case.approach.name, outcome)
+    runs = stored_runs(db)
+    # the wheel's own libfabric in the self-contained container and under the host launcher ...
+    assert runs["container"]["libfabric_version"] == runs["hybrid"]["libfabric_version"] == "1.22"
+    # ... and the host's, mounted over it, with the MPI still the image's own
+    swapped = runs["fabric-swap"]
+    assert swapped["libfabric_version"] == "2.4"
+    assert swapped["libfabric_provider"] == "tcp"
+    assert re.match(r"MPICH Version:\s+4\.3\.2\n", swapped["mpi_library_version"])
+    assert f"{library.path}:/opt/mpi/lib/mpich/libfabric.so.1:ro" in swapped["command"]
+
+
+@needs_podman
+def test_the_systems_libfabric_1_17_is_refused_for_the_wheel_with_the_missing_symbol_version(tmp_path):
+    system = probe_host_libfabric()
+    if system is None or system.version != "1.17":
+        pytest.skip("needs Debian 12's libfabric 1.17 as the system's libfabric.so.1")
+    path = tmp_path / "swap.toml"
+    path.write_text(campaign_text("fabric-swap-refused").replace('"container", "hybrid", ', ""))
+    db = tmp_path / "refused.db"
+    result = subprocess.run([sys.executable, "-m", "mpistack.cli", "run", str(path), "--db", str(db)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode in (0, 1), result.stderr
+    (run,) = stored_runs(db).values()
+    assert run["status"] == "skipped"
+    with sqlite3.connect(db) as connection:
+        message = connection.execute("SELECT message FROM runs").fetchone()[0]
+    assert "needs FABRIC_1.7 from libfabric.so.1" in message
+    assert "libfabric 1.17" in message and "FABRIC_1.0 to FABRIC_1.6" in message
+    assert "libfabric-swap-symbol-versions" in message
