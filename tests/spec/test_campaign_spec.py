@@ -71,7 +71,7 @@ def test_compared_cases_run_next_to_each_other():
     (BASE.replace('name = "t"', "name = 't'\ntimeout = 'soon'"), "c.toml: timeout: Input should be a valid number, unable to parse string as a number (got 'soon')"),
     (BASE.replace('name = "t"', "name = 't'\ncolour = 'blue'"), "c.toml: colour: unknown field (check the spelling)"),
     (BASE.replace('"allreduce"', '"allreduse"'), "c.toml: benchmarks.1: unknown benchmark 'allreduse'"),
-    (BASE.replace('"bind"', '"chroot"'), "c.toml: approaches.3.name: unknown approach: expected one of native, container, hybrid, bind (got 'chroot')"),
+    (BASE.replace('"bind"', '"chroot"'), "c.toml: approaches.3.name: unknown approach: expected one of native, container, hybrid, bind, fabric-swap (got 'chroot')"),
     (BASE + "[[placement]]\nranks = 0\n", "c.toml: placement.0.ranks: Input should be greater than or equal to 1 (got 0)"),
     (BASE.replace('name = "t"', "name = 't'\nbuffers = ['H']"), "c.toml: buffers.0: String should match pattern"),
     (BASE.replace('name = "t"', 'name = "a b; rm -rf /"'), "c.toml: name: String should match pattern"),
