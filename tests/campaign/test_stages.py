@@ -99,7 +99,7 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path):
     with sqlite3.connect(db) as connection:
         assert connection.execute("SELECT benchmark, status FROM runs").fetchall() == [("latency", "ok")]
     path.write_text(path.read_text().replace('options = ["600"]', 'options = ["0"]'))
-    resumed = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=300)
+    resumed = subprocess.run([*command, "--resume", "--force"], capture_output=True, text=True, timeout=300)
     assert "2 case(s) to run, 1 already done" in resumed.stdout
     with sqlite3.connect(db) as connection:
         assert [row[0] for row in connection.execute("SELECT benchmark FROM runs ORDER BY id")] == \
@@ -185,9 +185,10 @@ def test_what_a_killed_run_left_running_is_ended_at_the_next_start(tmp_path):
     process.communicate(timeout=30)
     assert _running("sleep 613")
     path.write_text(SLOW_CAMPAIGN.format(seconds=0))
-    resumed = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=300)
+    resumed = subprocess.run([*command, "--resume", "--force"], capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert "ended what an earlier run left: 1 process(es) of `mpiexec.mpich -n 2 /bin/sleep 613`" in \
+    # mpiexec, its proxy and the two ranks: Hydra starts the proxy in a session of its own, the case ends it too
+    assert "ended what an earlier run left: 4 process(es) of `mpiexec.mpich -n 2 /bin/sleep 613`" in \
         " ".join(resumed.stdout.split())
     assert not _running("sleep 613")
 

@@ -79,7 +79,7 @@ def test_bad_file_is_rejected_whole_and_others_are_stored(store_url, tmp_path):
     binary.write_bytes(b"\x7fELF\x00\x01\x02")
     report = ingest_files(engine, [good, bad, empty, binary])
     assert report.files == 1 and len(report.errors) == 3
-    assert report.errors[0].startswith(f"{bad}:10: malformed row")
+    assert report.errors[0] == f"{bad}:10: '2.0O' is not a number in column Bandwidth (MB/s)"
     assert "empty file" in report.errors[1] and "binary file" in report.errors[2]
     assert count(engine, RunRow.__table__) == 1 and count(engine, ResultRow.__table__) == 1
 
@@ -202,3 +202,38 @@ def test_processes_creating_one_store_at_once(store_url):
     engine = open_database(store_url)
     with engine.connect() as connection:
         assert connection.execute(text("SELECT count(*) FROM alembic_version")).scalar() == 1
+
+
+def _take_over_stale_locks(args):
+    """A runner starting campaigns whose lock a dead process left: the take-over reads, then writes."""
+    import socket
+    from datetime import datetime, timezone
+
+    from sqlalchemy import insert
+
+    url, index = args
+    engine = open_database(url)
+    for round_ in range(25):
+        name = f"c{index}-{round_}"
+        with engine.begin() as connection:
+            connection.execute(insert(CampaignLockRow.__table__), {"name": name, "host": socket.gethostname(),
+                                                                   "pid": 2**22 + 1, "since": datetime.now(timezone.utc)})
+        lock_campaign(engine, name)
+        unlock_campaign(engine, name)
+    return 25
+
+
+def test_runners_beside_long_ingests_wait_instead_of_failing_with_database_is_locked(tmp_path):
+    """SQLite refuses a read transaction's upgrade to a write at once (no busy wait) when another process
+    committed meanwhile; the store's writers take the write lock when they begin."""
+    url = str(tmp_path / "busy.db")
+    open_database(url)
+    paths = [write(tmp_path, f"f{index}.txt", osu_bw([(size, float(index)) for size in range(1, 200)]))
+             for index in range(300)]
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(5) as pool:
+        ingests = pool.map_async(_ingest_worker, [(url, paths[:150]), (url, paths[150:])])
+        assert pool.map(_take_over_stale_locks, [(url, index) for index in range(3)]) == [25] * 3
+        assert ingests.get() == [150, 150]
+    engine = open_database(url)
+    assert count(engine, CampaignLockRow.__table__) == 0 and count(engine, RunRow.__table__) == 300

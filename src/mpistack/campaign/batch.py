@@ -24,7 +24,7 @@ from ..launchers.slurm import (INFRASTRUCTURE_STATES, BatchCase, JobState, Slurm
                                render_script, started, step_env)
 from ..spec.case import Case
 from ..spec.status import RunStatus
-from . import stages
+from . import probe, stages
 
 #: polls in a row that may fail (the controller busy or restarting) before the run gives up
 POLL_FAILURES_TOLERATED = 10
@@ -43,6 +43,7 @@ class OpenCase:
     env: dict[str, str]  # the plan's, with what its srun step needs
     submissions: int = 0
     notes: list[str] = field(default_factory=list)  # why it was submitted again
+    probe_dir: Path | None = None  # its configuration's probe step in the job that runs it
 
 
 @dataclass
@@ -175,6 +176,7 @@ class BatchRun:
         cases = [self.open[label] for label in labels]
         batch_cases = [BatchCase(item.directory, self.context.campaign.timeout, item.launch.argv, item.env,
                                  item.launch.output) for item in cases]
+        batch_cases = self._probe_steps(bundle, cases) + batch_cases
         nodes = max(item.case.placement.nodes for item in cases)
         script = self.journal.script_path(bundle)
         script.write_text(render_script(bundle.name, nodes, self.journal.log_path(bundle), batch_cases, self.table,
@@ -200,6 +202,7 @@ class BatchRun:
             if bundle.job_id and any(label in self.open for label in bundle.labels):
                 self.journal.save(bundle)
                 self.active[bundle.job_id] = bundle
+                self._probe_steps(bundle, [self.open[label] for label in bundle.labels if label in self.open])
 
     # -- collect ---------------------------------------------------------------------------------------
     def _collect(self) -> bool:
@@ -210,6 +213,8 @@ class BatchRun:
             if ended is None:
                 continue
             facts = {**ended.facts(), "attempt": str(item.submissions)}
+            self.context.transports[probe.configuration(item.case)] = probe.read_batch_probe(
+                self.context.campaign.name, item.case, self.context.resources, item.probe_dir)
             if item.notes:
                 facts["earlier_attempts"] = "; ".join(item.notes)
             outcome = stages.conclude(self.context, item.case, item.launch, ended.execution, item.submissions,
@@ -287,3 +292,17 @@ class BatchRun:
         stages.record(self.context, item.case, outcome, [], item.launch,
                       launcher_facts={"attempt": str(item.submissions)})
         self.on_outcome(item.case, outcome)
+
+    # -- transport evidence ----------------------------------------------------------------------------------
+    def _probe_steps(self, bundle: Bundle, cases: list[OpenCase]) -> list[BatchCase]:
+        """The probe steps that start the job, one per configuration of its cases (campaign/probe.py). Per job
+        rather than per campaign: its evidence is of the nodes the job's cases run on, and it has ended before
+        they start, so no case waits for another job's probe."""
+        steps: dict[Path, BatchCase | None] = {}
+        for item in cases:
+            item.probe_dir = probe.batch_directory(self.journal.directory, bundle.name, item.case)
+            if item.probe_dir not in steps:
+                steps[item.probe_dir] = probe.batch_probe(self.context.campaign.name, item.case,
+                                                          self.context.resources, item.probe_dir,
+                                                          step_env(item.case.stack.mpi_impl))
+        return [step for step in steps.values() if step is not None]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..approaches import HostFacts, Resources
+from ..approaches.fabric_facts import probe_image_fabric
 from ..cache import cache_dir
 from ..engines import EngineError, get_engine
 from ..images.build import build_stack
@@ -19,6 +20,7 @@ from ..recipes.render import RecipeError
 from ..spec.campaign import Campaign
 from ..spec.case import Case, CampaignStack
 from ..spec.pins import UnpinnedError
+from .build_times import record_build_time, recorded_build_times
 
 
 def workdir_for(campaign: Campaign) -> Path:
@@ -66,6 +68,26 @@ def prepare(cases: list[Case], resources: Resources, say: Callable[[str], None] 
         except (EngineError, RecipeError) as error:
             _failed(resources.failed_builds, [stack.name], f"image {stack.spec.image_ref()} unavailable: {error}",
                     say)
+    # fabric-swap checks the image's libfabric needs before it plans: read once per image (cached by digest)
+    for stack in _stacks([case for case in runnable if case.approach.name == "fabric-swap"], "image"):
+        if stack.name not in resources.failed_builds:
+            resources.image_fabric[stack.name] = probe_image_fabric(resources.engine, stack.spec.image_ref())
+
+
+def missing_images(cases: list[Case], resources: Resources) -> list[str] | None:
+    """`reference (stack NAME): expected build time` for each image the runnable cases need that the engine
+    does not have, i.e. what `prepare` would build; None when the engine cannot be asked."""
+    if not resources.engine.available():
+        return None
+    times = recorded_build_times()
+    missing = []
+    for stack in _stacks([case for case in cases if not case.skip], "image"):
+        reference = stack.spec.image_ref()
+        if not resources.engine.image_exists(reference):
+            seconds = times.get(reference)
+            expected = f"last build took {seconds:.0f} s" if seconds is not None else "build time unknown"
+            missing.append(f"{reference} (stack {stack.name}): {expected}")
+    return missing
 
 
 def _stacks(cases: list[Case], origin: str) -> list[CampaignStack]:
@@ -91,6 +113,7 @@ def _ensure_image(stack: CampaignStack, resources: Resources, say: Callable[[str
             _failed(resources.failed_builds, [stack.name], "\n".join([message, *result.tail[-10:]]), say)
             return
         say(f"built {reference} in {result.seconds:.0f} s")
+        record_build_time(reference, result.seconds)
     resources.digests[stack.name] = engine.inspect_digest(reference)
 
 

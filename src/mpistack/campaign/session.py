@@ -2,29 +2,43 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 import shlex
+import shutil
 import signal
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from ..approaches import HostFacts, Refused
 from ..launchers import LocalLauncher, SlurmLauncher, slurm
 from ..registry import LAUNCHERS
-from ..spec.campaign import Campaign
-from ..store.campaigns import finished_case_keys, latest_campaign, lock_campaign, start_campaign, unlock_campaign
-from . import stages
+from ..spec.campaign import Campaign, CampaignError
+from ..spec.status import RunStatus
+from ..store.campaigns import campaign_statuses, finished_case_keys, lock_campaign, start_campaign, unlock_campaign
+from ..store.database import StoreUnavailable
+from . import journal, probe, stages
 from .batch import BatchRun
 from .matrix import expand, resolve_stacks
-from .prepare import planning_resources, prepare
+from .estimate import estimate
+from .prepare import missing_images, planning_resources, prepare
+from .resume import recorded_spec, resumed
 
 _STATUS_STYLE = {"ok": "green", "skipped": "yellow", "timeout": "red", "failed": "red", "validation-failed": "red"}
+
+
+class CampaignTooLarge(CampaignError):
+    """A campaign beyond the size guard (campaign/estimate.py), run without --yes."""
+
+
+class StoreLost(RuntimeError):
+    """The store went away mid-campaign and did not come back: the message says what is kept where."""
 
 
 @dataclass
@@ -34,10 +48,15 @@ class SessionResult:
     skipped_done: int
     interrupted: bool
     seconds: float
+    failed: int = 0  # runs of the campaign that did not end ok (or skipped), earlier runs' included
+    kept: Path | None = None  # the work directory, kept for a campaign that failed or stopped; else removed
+    replayed: int = 0  # cases stored from the journal an earlier run left
 
 
-def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None) -> int:
-    """Print every case with the exact command the run would execute; builds and runs nothing."""
+def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
+            database: Engine | None = None) -> int:
+    """Print every case with the exact command the run would execute, how long the cases should take (from
+    `database`'s earlier runs, when given) and the images the run would build; builds and runs nothing."""
     stacks = resolve_stacks(campaign)
     cases = expand(campaign, stacks)
     resources = planning_resources(campaign, stacks, host)
@@ -54,7 +73,18 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None)
         console.print(f"      {escape(shlex.join(launch.argv))}", highlight=False, soft_wrap=True)
     order = (f"in the order of seed {campaign.seed}" if campaign.seed is not None
              else "listed in matrix order: the run draws a random order (set seed = N to fix it)")
-    console.print(f"{len(cases)} case(s), {order}")
+    size = estimate(campaign, cases, database)
+    console.print(f"{escape(size.describe())}; {order}", highlight=False)
+    if reason := size.too_large():
+        console.print(f"[yellow]the run asks for --yes[/yellow]: {escape(reason)}", highlight=False)
+    missing = missing_images(cases, resources)
+    if missing is None:
+        console.print(f"images: cannot tell which are missing ({escape(campaign.engine)} is not available)",
+                      highlight=False)
+    elif missing:
+        console.print(f"{len(missing)} image(s) missing, built by the run:", highlight=False)
+        for line in missing:
+            console.print(f"      {escape(line)}", highlight=False)
     return len(cases)
 
 
@@ -65,44 +95,82 @@ def with_seed(campaign: Campaign) -> Campaign:
     return campaign.model_copy(update={"seed": secrets.randbelow(2**31)})
 
 
-def _open_campaign(campaign: Campaign, database: Engine, resume: bool) -> tuple[int, set[str]]:
-    campaign_id = latest_campaign(database, campaign.name) if resume else None
-    if campaign_id is None:
-        return start_campaign(database, campaign.name, json.loads(campaign.model_dump_json(by_alias=True))), set()
-    return campaign_id, finished_case_keys(database, campaign_id)
-
-
-def run(campaign: Campaign, database: Engine, console: Console, *, resume: bool = False) -> SessionResult:
+def run(campaign: Campaign, database: Engine, console: Console, *, resume: bool = False, force: bool = False,
+        yes: bool = False) -> SessionResult:
     """Run the campaign's cases (the ones its latest run left, with `resume`), holding its lock in the store:
-    a second runner of the same campaign is refused (CampaignLocked)."""
+    a second runner of the same campaign is refused (CampaignLocked). `force`: resume although the campaign
+    file changed (CampaignChanged otherwise); `yes`: run a campaign beyond the size guard (CampaignTooLarge
+    otherwise). StoreLost when the store goes away for good mid-campaign."""
     lock_campaign(database, campaign.name)
     try:
-        return _run(campaign, database, console, resume)
+        return _run(campaign, database, console, resume, force, yes)
     finally:
-        unlock_campaign(database, campaign.name)
+        try:
+            unlock_campaign(database, campaign.name)
+        except SQLAlchemyError:
+            pass  # the store is gone: the next runner on this host takes over the lock of a process that ended
 
 
-def _run(campaign: Campaign, database: Engine, console: Console, resume: bool) -> SessionResult:
+def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, force: bool,
+         yes: bool) -> SessionResult:
     start = time.monotonic()
+    campaign_id, campaign = resumed(campaign, database, force) if resume else (None, campaign)
     campaign = with_seed(campaign)
     stacks = resolve_stacks(campaign)
     cases = expand(campaign, stacks)
+    size = estimate(campaign, cases, database)
+    if (reason := size.too_large()) and not yes:
+        raise CampaignTooLarge(f"{campaign.path or campaign.name}: {size.describe()}: {reason}; add --yes to run "
+                               "it (or narrow the matrix: include and exclude filters, fewer repeats)")
     resources = planning_resources(campaign, stacks)
-    campaign_id, done = _open_campaign(campaign, database, resume)
+    kept = journal.Journal(resources.workdir / "journal")
+
+    def store_retry(reason: str, delay: float) -> None:
+        console.print(f"[yellow]results store unreachable[/yellow] ({escape(reason)}); trying again in {delay:g} s",
+                      highlight=False)
+
+    replayed = _replay(database, kept, console, store_retry)
+    if campaign_id is None:
+        campaign_id = start_campaign(database, campaign.name, recorded_spec(campaign))
+    done = finished_case_keys(database, campaign_id)
     todo = [case for case in cases if case.key not in done]
     already = len(cases) - len(todo)
     console.print(f"campaign {escape(campaign.name)} (#{campaign_id}): {len(todo)} case(s) to run"
-                  + (f", {already} already done" if already else "") + f"; order seed {campaign.seed}",
-                  highlight=False)
+                  + (f", {already} already done" if already else "") + f"; order seed {campaign.seed}; "
+                  + escape(size.describe()), highlight=False)
     prepare(todo, resources, say=lambda text: console.print(f"[dim]{escape(text)}[/dim]"))
     tags = {**campaign.tags, "campaign": campaign.name}
-    if LAUNCHERS.get(campaign.launcher).capabilities.get("batch"):
-        ran, interrupted = _run_batched(campaign, campaign_id, resources, database, tags, todo, console)
-    else:
-        ran, interrupted = _run_locally(campaign, campaign_id, resources, database, tags, todo, console)
+    stored = dict(journal=kept, on_store_retry=store_retry)
+    try:
+        if LAUNCHERS.get(campaign.launcher).capabilities.get("batch"):
+            ran, interrupted = _run_batched(campaign, campaign_id, resources, database, tags, todo, console, stored)
+        else:
+            ran, interrupted = _run_locally(campaign, campaign_id, resources, database, tags, todo, console, stored)
+    except StoreUnavailable as error:
+        waiting = len(kept.pending())
+        raise StoreLost(f"{error}. The campaign stopped: {waiting} finished case(s) the store did not take are kept "
+                        f"in {kept.directory}, with the rest of the work directory; `mpistack run "
+                        f"{campaign.path or 'CAMPAIGN'} --resume` stores them first and runs the rest") from error
     if interrupted:
         console.print("[yellow]interrupted[/yellow]: finished cases are stored; `--resume` runs the rest")
-    return SessionResult(campaign_id, ran, already, interrupted, time.monotonic() - start)
+    failed = sum(count for status, count in campaign_statuses(database, campaign_id).items()
+                 if status not in (RunStatus.OK.value, RunStatus.SKIPPED.value))
+    workdir = resources.workdir if interrupted or failed or kept.pending() else None
+    if workdir is None:
+        shutil.rmtree(resources.workdir, ignore_errors=True)  # scratch of a campaign that ended well
+    return SessionResult(campaign_id, ran, already, interrupted, time.monotonic() - start, failed, workdir,
+                         replayed)
+
+
+def _replay(database: Engine, kept: journal.Journal, console: Console, on_retry) -> int:
+    """Store what an earlier run of the campaign left in its journal; the number of cases stored."""
+    replayed = journal.replay(database, kept, on_retry)
+    if replayed.stored or replayed.already:
+        console.print(f"stored {replayed.stored} finished case(s) an earlier run kept in {escape(str(kept.directory))}"
+                      + (f" ({replayed.already} were stored already)" if replayed.already else ""), highlight=False)
+    for left in replayed.left:
+        console.print(f"[yellow]journal entry left in place[/yellow]: {escape(left)}", highlight=False)
+    return replayed.stored
 
 
 class _Display:
@@ -156,14 +224,17 @@ class _Interrupt:
             signal.signal(number, handler)
 
 
-def _run_locally(campaign, campaign_id, resources, database, tags, todo, console) -> tuple[int, bool]:
+def _run_locally(campaign, campaign_id, resources, database, tags, todo, console, stored) -> tuple[int, bool]:
     launcher = LocalLauncher(resources.engine, state_dir=resources.workdir / "running")
     for what in launcher.end_leftovers():
         console.print(f"[yellow]ended what an earlier run left[/yellow]: {escape(what)}", highlight=False)
-    context = stages.CaseContext(campaign, campaign_id, resources, launcher, database, tags=tags)
+    context = stages.CaseContext(campaign, campaign_id, resources, launcher, database, tags=tags, **stored)
     ran = 0
     with _Interrupt(launcher.interrupt) as interrupt, _Display(console, len(todo)) as display:
-        for case in todo:
+        # transport evidence first, once per configuration, so that no probe runs between timed cases
+        context.transports = probe.probe_configurations(launcher, campaign.name, todo, resources,
+                                                        lambda: interrupt.stopped, display.describe)
+        for case in todo if not interrupt.stopped else []:
             display.describe(case.describe())
             outcome = stages.run_case(context, case)
             if outcome is None:
@@ -175,11 +246,11 @@ def _run_locally(campaign, campaign_id, resources, database, tags, todo, console
     return ran, interrupt.stopped
 
 
-def _run_batched(campaign, campaign_id, resources, database, tags, todo, console) -> tuple[int, bool]:
+def _run_batched(campaign, campaign_id, resources, database, tags, todo, console, stored) -> tuple[int, bool]:
     """Through a batch launcher: the jobs keep running when the session is interrupted; --resume collects
     them."""
     launcher = SlurmLauncher(slurm.settings(campaign.slurm))
-    context = stages.CaseContext(campaign, campaign_id, resources, launcher, database, tags=tags)
+    context = stages.CaseContext(campaign, campaign_id, resources, launcher, database, tags=tags, **stored)
     jobs_dir = resources.workdir / "slurm" / f"campaign-{campaign_id}"
     with _Interrupt() as interrupt, _Display(console, len(todo)) as display:
         display.describe(f"jobs in {jobs_dir}")

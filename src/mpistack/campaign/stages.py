@@ -18,6 +18,7 @@ import shlex
 import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Callable
 
 from sqlalchemy import Engine
 
@@ -29,7 +30,8 @@ from ..spec.campaign import Campaign
 from ..spec.case import Case
 from ..spec.provenance import Provenance
 from ..spec.status import RunStatus
-from ..store.writer import write_runs
+from . import journal, probe
+from .reasons import first_reason
 
 # Exit codes of podman (125: engine error, 126: cannot invoke, 127: not found) and of a launcher that
 # could not start: infrastructure, worth a retry; anything else is the benchmark's own failure.
@@ -66,6 +68,12 @@ class CaseContext:
     launcher: Launcher
     database: Engine | None
     tags: dict[str, str] = field(default_factory=dict)
+    #: where finished cases wait for the store's commit (None: no journal)
+    journal: journal.Journal | None = None
+    #: told why the store is being tried again, and how long until the next try
+    on_store_retry: Callable[[str, float], None] | None = None
+    #: transport evidence per configuration (campaign/probe.py), recorded with each of its runs
+    transports: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def case_label(campaign: Campaign, case: Case) -> str:
@@ -104,7 +112,9 @@ def classify(execution: Execution, parsed: Parsed, timeout: float, ranks: int | 
     if execution.exit_code != 0:
         failed_validation = any(run.status is RunStatus.VALIDATION_FAILED for run in parsed.runs)
         status = RunStatus.VALIDATION_FAILED if failed_validation else RunStatus.FAILED
-        return Outcome(status, f"exit status {execution.exit_code}" + (f"\n{tail}" if tail else ""))
+        reason = first_reason(execution.stderr)
+        return Outcome(status, f"exit status {execution.exit_code}" + (f": {reason}" if reason else "")
+                       + (f"\n{tail}" if tail else ""))
     if not parsed.runs:
         return Outcome(RunStatus.FAILED, parsed.problem or "no benchmark output")
     sizes = sorted({run.provenance.ranks for run in parsed.runs if run.provenance.ranks})
@@ -127,6 +137,7 @@ def record(context: CaseContext, case: Case, outcome: Outcome, runs: list[Parsed
                        ranks=case.placement.ranks, nodes=case.placement.nodes, buffers=case.buffers,
                        tool_version=__version__, started_at=execution.started if execution else now,
                        finished_at=execution.finished if execution else now)
+    facts.transport = dict(context.transports.get(probe.configuration(case), {}))
     tags = {**context.tags, "case": case.key, "mpi": case.stack.mpi_impl, "repeat": str(case.repeat),
             "variant": case.variant_name, "origin": case.origin}
     if case.variant is not None:
@@ -140,16 +151,24 @@ def record(context: CaseContext, case: Case, outcome: Outcome, runs: list[Parsed
             facts.image_digest = context.resources.digests.get(case.stack.name)
     if execution is not None:
         facts.environment = execution.environment
+        tags.update(execution.facts)  # how the launcher contained the case's processes
     tags.update(launcher_facts or {})
     for run in runs:
         if not run.provenance.hosts:
             run.provenance.hosts = [socket.gethostname()]
     status = None if outcome.status is RunStatus.OK else outcome.status
-    message = outcome.message[-MESSAGE_LIMIT:] if outcome.message else None
-    with context.database.begin() as connection:
-        write_runs(connection, runs, source=f"campaign {context.campaign.name}", tags=tags,
-                   campaign_id=context.campaign_id, provenance=facts, status=status, message=message)
+    entry = journal.Entry(journal.store_identity(context.database), context.campaign_id, case.key, runs,
+                          f"campaign {context.campaign.name}", tags, facts, status, _kept_message(outcome.message))
+    journal.commit(context.database, entry, context.journal, context.on_store_retry)
     return sum(run.result_count for run in runs)
+
+
+def _kept_message(message: str | None) -> str | None:
+    """The message stored with a case: its first line (the reason) and as much of its end as fits."""
+    if not message or len(message) <= MESSAGE_LIMIT:
+        return message
+    first = message.split("\n", 1)[0][:MESSAGE_LIMIT // 4]
+    return f"{first}\n…\n{message[-(MESSAGE_LIMIT - len(first) - 3):]}"
 
 
 def settle(context: CaseContext, case: Case) -> LaunchPlan | Outcome:

@@ -75,18 +75,6 @@ def database(db: str | None, migrate: bool = True, must_exist: bool = False):
         fail(str(error))
 
 
-def print_listing(output_format: OutputFormat, records: list[dict], lines: list[dict], columns, noun: str) -> None:
-    """A listing verb's output: the stored records whole as JSON; their display lines as CSV or a table."""
-    from ..report.tables import print_csv, print_json, print_table
-
-    if output_format is OutputFormat.json:
-        print_json(records)
-    elif output_format is OutputFormat.csv:
-        print_csv(lines, columns)
-    else:
-        print_table(lines, columns, title=f"{len(lines)} {noun}(s)")
-
-
 def db_name(db: str | None) -> str:
     """The store's name as printed: a URL's password masked."""
     from ..store.database import display_url

@@ -7,35 +7,67 @@ from typing import Annotated
 
 import typer
 
-from .common import DbOption, database, db_name, err, fail, out
+from .common import DbOption, GlobalOptions, database, db_name, err, fail, out
+
+#: exit status of a campaign stopped because its store went away (its finished cases kept in a journal)
+STORE_LOST_EXIT = 3
 
 
 def run(
     campaign_file: Annotated[Path, typer.Argument(metavar="CAMPAIGN", help="Campaign file (TOML), e.g. examples/local.toml.")],
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print every case with its exact command; run nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print every case with its exact command, the estimated "
+                                                            "time and the images to build; run nothing.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the latest campaign of this name, skipping "
                                                           "the cases it finished.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="With --resume: continue although the campaign file "
+                                                        "changed, recording the new file.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Run a campaign beyond the size guard (more than 5000 cases "
+                                                    "or an estimated day).")] = False,
     db: DbOption = None,
 ) -> None:
     """Run a campaign: every stack x approach x benchmark x placement, each result stored as its case ends."""
+    from sqlalchemy.exc import SQLAlchemyError
+
     from ..campaign import session
     from ..spec.campaign import CampaignError, load_campaign
     from ..store.campaigns import CampaignLocked
+    from ..store.database import hide_password
 
+    url = db or GlobalOptions.db
     try:
         campaign = load_campaign(campaign_file)
         if dry_run:
-            session.dry_run(campaign, out)
+            session.dry_run(campaign, out, database=_existing_store(db))
             return
         store = database(db)
-        result = session.run(campaign, store, out, resume=resume)
+        result = session.run(campaign, store, out, resume=resume, force=force, yes=yes)
     except (CampaignError, CampaignLocked) as error:
-        fail(str(error))
-    out.print(f"campaign #{result.campaign_id}: {result.ran} case(s) run in {result.seconds:.0f} s; "
-              f"results in {db_name(db)}", highlight=False)
+        fail(hide_password(str(error), url))
+    except session.StoreLost as error:
+        fail(hide_password(str(error), url), STORE_LOST_EXIT)
+    except SQLAlchemyError as error:  # the store refused or went away outside a case's commit
+        fail(hide_password(f"results store {db_name(db)}: {type(error).__name__}: {error}", url), STORE_LOST_EXIT)
+    kept = f"; work files kept in {result.kept}" if result.kept else ""
+    out.print(f"campaign #{result.campaign_id}: {result.ran} case(s) run in {result.seconds:.0f} s"
+              + (f", {result.failed} run(s) not ok" if result.failed else "") + f"; results in {db_name(db)}{kept}",
+              highlight=False, soft_wrap=True)
     _report(store, result.campaign_id, campaign.name, campaign.analysis.model_dump(), db)
     if result.interrupted:
         raise typer.Exit(130)
+
+
+def _existing_store(db: str | None):
+    """The store a dry run reads past durations from: only one that is there (a dry run creates nothing)."""
+    from ..store import StoreError, open_database, resolve_url
+
+    url = resolve_url(db or GlobalOptions.db)
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
+        return None
+    try:
+        return open_database(db or GlobalOptions.db, migrate=False)
+    except StoreError as error:
+        err.print(f"[yellow]warning:[/yellow] no earlier durations: {error}", highlight=False)
+        return None
 
 
 def _report(store, campaign_id: int, name: str, analysis: dict, db: str | None) -> None:
@@ -51,7 +83,10 @@ def _report(store, campaign_id: int, name: str, analysis: dict, db: str | None) 
         print_classes(report.answers, out)
         paths = write_report(report, default_report_dir(db))
     except Exception as error:  # noqa: BLE001 - the campaign's results are stored; say why the report is not
-        err.print(f"[yellow]warning:[/yellow] no report written: {type(error).__name__}: {error}", highlight=False)
+        from ..store.database import hide_password
+
+        err.print(f"[yellow]warning:[/yellow] no report written: "
+                  f"{hide_password(f'{type(error).__name__}: {error}', db or GlobalOptions.db)}", highlight=False)
         return
     out.print(f"report: {paths[0].parent}/ ({', '.join(path.name for path in paths)})", highlight=False,
               soft_wrap=True)

@@ -24,10 +24,13 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from ..registry import APPROACHES, ENGINES, LAUNCHERS
 from .benchmarks import BENCHMARK_NAMES
+from .provenance import Provenance
 from .toml_files import load_model, read_text
 
 #: the variant of a campaign's plain cases
 DEFAULT_VARIANT = "default"
+#: run fields every case records from the matrix (its stack, approach, placement, buffers)
+CASE_RECORDED_FIELDS = frozenset({"stack", "approach", "launcher", "ranks", "nodes", "buffers"})
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", max_length=100)]
 
@@ -180,6 +183,16 @@ class SlurmEntry(_Model):
     workdir: SbatchValue | None = None
 
 
+def _checked_tags(tags: dict[str, str]) -> dict[str, str]:
+    """Tags go on every run: one naming a run field must have its type (ranks = "two" is refused before the
+    first case), and none may contradict what each case records of itself."""
+    Provenance().split_tags(tags)
+    for key in sorted(set(tags) & CASE_RECORDED_FIELDS):
+        raise ValueError(f"tag {key}={tags[key]!r}: {key} is recorded by each case from the campaign's matrix, "
+                         "not set by a tag")
+    return tags
+
+
 class CaseFilter(_Model):
     """Case fields matched with shell-style patterns: stack, approach, benchmark, ranks, nodes, buffers, variant."""
 
@@ -211,7 +224,7 @@ class Campaign(_Model):
     buffers: list[Annotated[str, Field(pattern=r"^[HDM]-[HDM]$")]] = Field(default_factory=lambda: ["H-H"])
     #: options given to every mpistack-bench invocation, before each benchmark's own
     benchmark_options: list[str] = Field(default_factory=list)
-    tags: dict[str, str] = Field(default_factory=dict)
+    tags: Annotated[dict[str, str], AfterValidator(_checked_tags)] = Field(default_factory=dict)
     stacks: list[StackEntry] = Field(alias="stack", min_length=1)
     approaches: list[ApproachEntry] = Field(min_length=1)
     benchmarks: list[BenchmarkEntry] = Field(min_length=1)

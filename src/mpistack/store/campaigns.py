@@ -6,10 +6,11 @@ import os
 import socket
 from datetime import datetime, timezone
 
-from sqlalchemy import Engine, delete, func, insert, select, update
+from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..spec.status import FINAL_STATUSES
+from .database import write_transaction
 from .schema import CampaignLockRow, CampaignRow, RunRow, RunTagRow
 
 LOCK_ATTEMPTS = 5  # tries when the lock changes hands while it is being taken
@@ -37,13 +38,13 @@ def lock_campaign(database: Engine, name: str) -> None:
     host, pid = socket.gethostname(), os.getpid()
     for _ in range(LOCK_ATTEMPTS):
         try:
-            with database.begin() as connection:
+            with write_transaction(database) as connection:
                 connection.execute(insert(table), {"name": name, "host": host, "pid": pid,
                                                    "since": datetime.now(timezone.utc)})
             return
         except IntegrityError:
             pass
-        with database.begin() as connection:
+        with write_transaction(database) as connection:
             holder = connection.execute(select(table).where(table.c.name == name)).first()
             if holder is None:
                 continue  # released meanwhile: try again
@@ -63,7 +64,7 @@ def lock_campaign(database: Engine, name: str) -> None:
 def unlock_campaign(database: Engine, name: str) -> None:
     """Give up this process's lock of the campaign (nothing if it holds none)."""
     table = CampaignLockRow.__table__
-    with database.begin() as connection:
+    with write_transaction(database) as connection:
         connection.execute(delete(table).where(table.c.name == name, table.c.host == socket.gethostname(),
                                                table.c.pid == os.getpid()))
 
@@ -71,7 +72,7 @@ def unlock_campaign(database: Engine, name: str) -> None:
 def start_campaign(database: Engine, name: str, spec: dict) -> int:
     """A new campaign row; returns its id."""
     table = CampaignRow.__table__
-    with database.begin() as connection:
+    with write_transaction(database) as connection:
         return connection.execute(
             insert(table).returning(table.c.id),
             {"name": name, "spec": spec, "created_at": datetime.now(timezone.utc)},
@@ -93,6 +94,48 @@ def finished_case_keys(database: Engine, campaign_id: int) -> set[str]:
             select(RunTagRow.value).join(RunRow, RunRow.id == RunTagRow.run_id)
             .where(RunRow.campaign_id == campaign_id, RunTagRow.key == "case", RunRow.status.in_(statuses))
         ).scalars())
+
+
+def case_recorded(connection: Connection, campaign_id: int, case: str) -> bool:
+    """Whether the campaign has a run of this case (its `case` tag): a journal entry whose commit happened
+    is not written twice."""
+    return connection.execute(
+        select(RunRow.id).join(RunTagRow, RunTagRow.run_id == RunRow.id)
+        .where(RunRow.campaign_id == campaign_id, RunTagRow.key == "case", RunTagRow.value == case).limit(1)
+    ).first() is not None
+
+
+def past_durations(database: Engine, benchmarks: set[str], approaches: set[str]) -> dict[tuple[str, str], list[float]]:
+    """Seconds each earlier campaign launch of these benchmarks and approaches took, by (benchmark, approach):
+    the history a new campaign's duration is estimated from (skipped cases never launched: left out)."""
+    if not benchmarks or not approaches:
+        return {}
+    runs = RunRow.__table__.c
+    durations: dict[tuple[str, str], list[float]] = {}
+    with database.connect() as connection:
+        rows = connection.execute(
+            select(runs.benchmark, runs.approach, runs.started_at, runs.finished_at)
+            .where(runs.campaign_id.is_not(None), runs.benchmark.in_(sorted(benchmarks)),
+                   runs.approach.in_(sorted(approaches)), runs.status != "skipped",
+                   runs.started_at.is_not(None), runs.finished_at.is_not(None)))
+        for benchmark, approach, started, finished in rows:
+            durations.setdefault((benchmark, approach), []).append(max(0.0, (finished - started).total_seconds()))
+    return durations
+
+
+def campaign_statuses(database: Engine, campaign_id: int) -> dict[str, int]:
+    """The campaign's number of runs by status."""
+    runs = RunRow.__table__.c
+    with database.connect() as connection:
+        return dict(connection.execute(select(runs.status, func.count()).where(runs.campaign_id == campaign_id)
+                                       .group_by(runs.status)).all())
+
+
+def replace_campaign_spec(database: Engine, campaign_id: int, spec: dict) -> None:
+    """Record a new campaign file for the campaign (`run --resume --force` after the file was edited)."""
+    with write_transaction(database) as connection:
+        connection.execute(update(CampaignRow.__table__).where(CampaignRow.__table__.c.id == campaign_id)
+                           .values(spec=spec))
 
 
 def newest_campaign(database: Engine) -> int | None:

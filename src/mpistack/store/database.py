@@ -7,21 +7,56 @@ schema is brought to the current revision (Alembic) when a store is opened.
 from __future__ import annotations
 
 import re
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator, Sequence, TypeVar
 from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url, text
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
 
 from .schema import SCHEMA_REVISION
 
 DEFAULT_DB = "mpistack.db"
+T = TypeVar("T")
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 MIGRATION_LOCK_KEY = 0x6D70_6973  # "mpis": the PostgreSQL advisory lock held while a store is migrated
 
 
 class StoreError(Exception):
     """A store that cannot be opened or is newer than this mpistack."""
+
+
+class StoreUnavailable(StoreError):
+    """The store did not answer through every try of `retrying`; the message names it (password masked)."""
+
+
+#: seconds between the tries of an operation whose store went away: five tries over about 30 s
+STORE_RETRY_DELAYS = (1.0, 2.0, 4.0, 8.0, 15.0)
+
+
+def retrying(engine: Engine, operation: Callable[[], T], delays: Sequence[float] = STORE_RETRY_DELAYS,
+             on_retry: Callable[[str, float], None] | None = None) -> T:
+    """`operation()`, tried again after each of `delays` while the store is unreachable or busy (a
+    PostgreSQL server restarting, a connection dropped, SQLite locked); then StoreUnavailable. `on_retry`
+    hears why and how long the next wait is. The operation must be safe to repeat: each try is its own
+    transaction, and one whose commit may have happened checks for that itself."""
+    for delay in (*delays, None):
+        try:
+            return operation()
+        except (OperationalError, InterfaceError) as error:
+            text = str(error.orig if error.orig is not None else error).strip()
+            reason = hide_password((text.splitlines() or [type(error).__name__])[0],
+                                   engine.url.render_as_string(hide_password=False))
+            if delay is None:
+                raise StoreUnavailable(f"the results store {engine.url.render_as_string(hide_password=True)} did "
+                                       f"not answer through {len(delays) + 1} tries over {sum(delays):.0f} s: "
+                                       f"{reason}") from error
+            if on_retry is not None:
+                on_retry(reason, delay)
+            time.sleep(delay)
+    raise AssertionError("unreachable")
 
 
 def resolve_url(db: str | None) -> str:
@@ -82,6 +117,16 @@ def _sqlite_begin(connection) -> None:
     connection.exec_driver_sql(f"BEGIN {connection.get_execution_options().get('sqlite_begin', '')}".strip())
 
 
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction that writes, committed at the end of the block. On SQLite its write lock is taken at
+    BEGIN (IMMEDIATE), so that it waits its turn (busy timeout) behind other writers: a transaction that
+    read first and then writes is refused at once with "database is locked" when another process committed
+    in between (SQLite cannot let it wait: its snapshot is stale). PostgreSQL needs nothing of the kind."""
+    with engine.connect().execution_options(sqlite_begin="IMMEDIATE") as connection, connection.begin():
+        yield connection
+
+
 def _alembic_config(connection: Connection):
     from alembic.config import Config  # imported on demand: migrating is rare, starting the CLI is not
 
@@ -105,7 +150,7 @@ def upgrade(engine: Engine) -> None:
     advisory lock), and they then find the schema current (both databases change schemas in transactions)."""
     from alembic import command
 
-    with engine.connect().execution_options(sqlite_begin="IMMEDIATE") as connection, connection.begin():
+    with write_transaction(engine) as connection:
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
         command.upgrade(_alembic_config(connection), "head")

@@ -1,0 +1,150 @@
+"""Transport evidence: one short, verbose launch per configuration of a campaign, before its timed cases.
+
+A configuration is what decides the transport an MPI library picks: stack x approach (with its confinement)
+x variant x placement x buffers. Its probe runs mpistack-bench's latency test over a few small sizes,
+planned by the same approach as the configuration's cases (same container options, same environment) with
+the library's verbose settings added; what the library prints is read by `parsers.transport` and recorded
+with every run of the configuration (Provenance.transport). The probe's figures are not results and are not
+stored. A probe that fails, times out or is refused never fails a case: it is recorded as a note.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+from typing import Callable
+
+from .. import approaches
+from ..approaches import Refused, Resources
+from ..launchers import Execution, Launcher, LaunchPlan
+from ..launchers.slurm import BatchCase, read_case
+from ..parsers.transport import parse_transport
+from ..spec.campaign import BenchmarkEntry, VariantEntry
+from ..spec.case import Case
+
+PROBE_TIMEOUT = 30.0  # seconds: a probe is a fraction of a second when it works
+PROBE_BENCHMARK = BenchmarkEntry(name="latency", options=["-m", "1:8", "-i", "10", "-x", "2"])
+PROBE_VARIANT = "transport-probe"  # the variant name of a probe of plain cases (never recorded)
+#: what makes each library say what it uses (parsers/transport.py reads the answers)
+VERBOSE_ENV = {
+    "mpich": {"UCX_LOG_LEVEL": "info", "MPIR_CVAR_DEBUG_SUMMARY": "1"},
+    "openmpi": {"OMPI_MCA_pml_base_verbose": "10", "OMPI_MCA_btl_base_verbose": "10",
+                "OMPI_MCA_mtl_base_verbose": "10", "OMPI_MCA_smsc_base_verbose": "10",
+                "OMPI_MCA_mpi_show_mca_params": "all", "UCX_LOG_LEVEL": "info"},
+}
+_NOISE = ("UCX  INFO", "UCX  DIAG", "mca: base:", "select:", "==== ")
+_ERROR_WORDS = ("error", "abort", "fail", "denied", "not found", "refused", "cannot", "killed")
+
+
+def configuration(case: Case) -> str:
+    """The key of the case's configuration: its probe's result belongs to every case with this key."""
+    return "/".join([case.stack.name, case.approach_label, case.variant_name, case.placement.label, case.buffers])
+
+
+def describe(mpi: str) -> str:
+    """The verbose settings of a probe of this library, as recorded when it told nothing."""
+    return " ".join(f"{key}={value}" for key, value in VERBOSE_ENV.get(mpi, {}).items())
+
+
+def probe_label(campaign: str, case: Case) -> str:
+    """The label of the probe's containers (to find and remove them), apart from every case's."""
+    return "mpistack-probe-" + hashlib.sha1(f"{campaign}\0{configuration(case)}".encode()).hexdigest()[:12]
+
+
+def probe_case(case: Case) -> Case:
+    """The case's configuration running the probe benchmark, with the library's verbose settings on top of
+    the variant's (the one way every approach passes settings into its ranks and containers)."""
+    verbose = VERBOSE_ENV.get(case.stack.mpi_impl, {})
+    if case.variant is None:
+        variant = VariantEntry(name=PROBE_VARIANT, env=verbose)
+    else:
+        variant = case.variant.model_copy(update={"env": {**case.variant.env, **verbose}})
+    return dataclasses.replace(case, benchmark=PROBE_BENCHMARK, repeat=0, skip=None, variant=variant)
+
+
+def plan_probe(campaign: str, case: Case, resources: Resources) -> LaunchPlan:
+    """The probe's exact command: no JSON output, its figures are not kept. Raises Refused."""
+    return approaches.plan(probe_case(case), resources, None, [], probe_label(campaign, case))
+
+
+def failed(mpi: str, why: str) -> dict[str, str]:
+    return {"probe": describe(mpi), "mpi": mpi, "note": f"probe failed: {why}"[:300]}
+
+
+def first_error_line(execution: Execution) -> str:
+    lines = [line.strip() for text in (execution.stderr, execution.stdout) for line in text.splitlines()
+             if line.strip() and not any(noise in line for noise in _NOISE)]
+    return next((line for line in lines if any(word in line.lower() for word in _ERROR_WORDS)),
+                lines[0] if lines else "no output")
+
+
+def evidence(mpi: str, launch: LaunchPlan, execution: Execution) -> dict[str, str]:
+    """The transport record of a probe that ended (or a note saying why it tells nothing)."""
+    if execution.timed_out:
+        return failed(mpi, f"no answer within {PROBE_TIMEOUT:g} s")
+    if execution.interrupted:
+        return failed(mpi, "interrupted")
+    if execution.exit_code != 0:
+        return failed(mpi, f"exit status {execution.exit_code}: {first_error_line(execution)}")
+    found = parse_transport(f"{execution.stdout}\n{execution.stderr}", mpi)
+    if set(found) <= {"mpi"}:
+        return {"probe": describe(mpi), "mpi": mpi, "note": "the library printed no transport lines"}
+    nolocal = launch.env.get("MPIR_CVAR_NOLOCAL") == "1" or "MPIR_CVAR_NOLOCAL=1" in launch.argv
+    if found.get("layer") == "ofi" and not nolocal and "note" not in found:
+        # MPICH's own shared memory (ch4:shm) carries messages between ranks of one node; its summary names
+        # only the netmod's provider
+        found["note"] = "ranks on one node talk through MPICH's shared memory unless MPIR_CVAR_NOLOCAL=1"
+    return found
+
+
+def probe_configurations(launcher: Launcher, campaign: str, cases: list[Case], resources: Resources,
+                         should_stop: Callable[[], bool] = lambda: False,
+                         say: Callable[[str], None] = lambda text: None) -> dict[str, dict[str, str]]:
+    """Probe each configuration of the runnable cases once, in the order they first appear; returns the
+    transport record per configuration."""
+    found: dict[str, dict[str, str]] = {}
+    for case in cases:
+        key = configuration(case)
+        if key in found or case.skip or resources.build_failure(case) or should_stop():
+            continue
+        mpi = case.stack.mpi_impl
+        try:
+            launch = plan_probe(campaign, case, resources)
+        except Refused as refused:
+            found[key] = failed(mpi, f"refused: {refused}")
+            continue
+        say(f"probing the transport of {key}")
+        found[key] = evidence(mpi, launch, launcher.execute(launch, PROBE_TIMEOUT))
+    return found
+
+
+# -- under a batch launcher: a probe step at the start of each job, for each configuration it runs ---------
+
+def batch_directory(jobs_dir: Path, bundle_name: str, case: Case) -> Path:
+    """Where a job's probe of the case's configuration leaves its files (stable: --resume finds it)."""
+    digest = hashlib.sha1(configuration(case).encode()).hexdigest()[:12]
+    return jobs_dir / f"{bundle_name}-probe-{digest}"
+
+
+def batch_probe(campaign: str, case: Case, resources: Resources, directory: Path,
+                step_env: dict[str, str]) -> BatchCase | None:
+    """The probe step of a job (None when the approach refuses the probe: the job's cases say why)."""
+    try:
+        launch = plan_probe(campaign, case, resources)
+    except Refused:
+        return None
+    return BatchCase(directory, PROBE_TIMEOUT, launch.argv, {**launch.env, **step_env})
+
+
+def read_batch_probe(campaign: str, case: Case, resources: Resources, directory: Path | None) -> dict[str, str]:
+    """The transport record a job's probe step left (a note when it left none)."""
+    mpi = case.stack.mpi_impl
+    try:
+        launch = plan_probe(campaign, case, resources)
+    except Refused as refused:
+        return failed(mpi, f"refused: {refused}")
+    ended = read_case(directory, launch.env) if directory is not None else None
+    if ended is None:
+        return failed(mpi, "the job's probe step left no exit status")
+    return evidence(mpi, launch, ended.execution)
