@@ -42,7 +42,7 @@ class StandInSlurm:
     def submit(self, script: Path) -> str:
         job = str(len(self.jobs) + 1)
         directories = [Path(shlex.split(line.rstrip("\\"))[1]) for line in script.read_text().splitlines()
-                       if line.startswith("mpistack_case ")]
+                       if line.startswith("mpistack_case ") and "-probe-" not in line]  # cases, not probe steps
         self.directories[job] = directories
         self.jobs[job] = self.plan(job, directories)
         return job

@@ -10,6 +10,10 @@ import typer
 
 from .common import DbOption, database, fail
 
+# what the run's MPI library said it used, in this order (parsers/transport.py)
+TRANSPORT_KEYS = ("layer", "transports", "provider", "network", "single_copy", "eager_limit", "mpi",
+                  "probe", "note")
+
 VERSION_LINES = 3  # of the MPI library's version text, which can run to dozens of lines
 
 
@@ -53,6 +57,9 @@ def describe(record: dict) -> str:
     add("libfabric", " ".join(part for part in (record.get("libfabric_version"),
                                                  f"provider {record['libfabric_provider']}"
                                                  if record.get("libfabric_provider") else None) if part))
+    transport = record.get("transport") or {}
+    add("transport", "\n".join(f"{key}: {transport[key]}" for key in TRANSPORT_KEYS if transport.get(key)) + "\n"
+        if transport else None)
     add("image digest", record.get("image_digest"))
     add("hosts", ", ".join(record.get("hosts") or []))
     add("tool version", record.get("tool_version"))

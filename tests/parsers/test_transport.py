@@ -1,0 +1,91 @@
+"""The transport parser on real output captured on this machine (tests/parsers/data/transport/: Debian's MPICH
+4.0.2 over UCX 1.13.1, the PyPI MPICH 4.3.2 wheel over its libfabric, Debian's Open MPI 4.1.4 and the PyPI
+Open MPI 5.0.8 wheel, each with the probe's verbose settings), and on noise."""
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mpistack.campaign.probe import VERBOSE_ENV
+from mpistack.parsers.transport import KEYS, describe_transport, parse_transport
+
+DATA = Path(__file__).parent / "data" / "transport"
+
+
+def parsed(name: str) -> dict[str, str]:
+    return parse_transport((DATA / name).read_text(), "openmpi" if name.startswith("openmpi") else "mpich")
+
+
+@pytest.mark.parametrize("name, expected", [
+    # UCX_LOG_LEVEL=info: the peer endpoint's tag lanes; the endpoint to the rank itself (self/memory0) is left out
+    ("mpich402-ucx-native.txt", {"layer": "ucx", "transports": "sysv/memory,cma/memory", "network": "shm",
+                                 "single_copy": "cma", "probe": "UCX_LOG_LEVEL=info"}),
+    ("mpich402-ucx-tls-tcp.txt", {"layer": "ucx", "transports": "tcp/lo,tcp/eth0", "network": "tcp"}),
+    # one container per rank (hybrid), podman's default confinement and single-copy rights: here both attach
+    ("mpich402-ucx-hybrid-default.txt", {"transports": "sysv/memory,cma/memory", "single_copy": "cma"}),
+    ("mpich402-ucx-hybrid-single-copy.txt", {"transports": "sysv/memory,cma/memory", "single_copy": "cma"}),
+    # MPIR_CVAR_DEBUG_SUMMARY=1 of the ch4:ofi wheel: the provider and the netmod's short-send (eager) size
+    ("mpich432-ofi-tcp.txt", {"layer": "ofi", "provider": "tcp", "network": "tcp", "eager_limit": "16384",
+                              "probe": "MPIR_CVAR_DEBUG_SUMMARY=1"}),
+    ("mpich432-ofi-default.txt", {"layer": "ofi", "provider": "sockets", "network": "tcp"}),
+    # Open MPI 4.1: pml and bml verbosity, btl_vader_single_copy_mechanism from mpi_show_mca_params
+    ("openmpi414-native.txt", {"layer": "ob1", "transports": "vader,self", "network": "shm", "single_copy": "cma",
+                               "eager_limit": "4096", "probe": "OMPI_MCA_pml_base_verbose=10"}),
+    ("openmpi414-btl-tcp.txt", {"layer": "ob1", "transports": "tcp,self", "network": "tcp", "eager_limit": "65536"}),
+    ("openmpi414-single-copy-none.txt", {"transports": "vader,self", "single_copy": "none"}),
+    # Open MPI 5.0: the sm BTL and the smsc framework's choice
+    ("openmpi508-native.txt", {"layer": "ob1", "transports": "sm,self", "single_copy": "cma", "network": "shm"}),
+    ("openmpi508-container-default.txt", {"transports": "sm,self", "single_copy": "cma"}),
+])
+def test_real_output_gives_the_transport_the_library_reported(name, expected):
+    found = parsed(name)
+    assert {key: found.get(key) for key in expected} == expected
+    assert found["mpi"] == ("openmpi" if name.startswith("openmpi") else "mpich")
+    assert set(found) <= set(KEYS)
+
+
+def test_a_pml_that_cannot_be_selected_is_kept_as_a_note():
+    found = parsed("openmpi414-pml-ucx-fails.txt")
+    assert found["note"] == "PML ucx cannot be selected" and "layer" not in found
+
+
+def test_forced_tcp_and_shared_memory_differ():
+    native, tcp = parsed("mpich402-ucx-native.txt"), parsed("mpich402-ucx-tls-tcp.txt")
+    assert (native["network"], tcp["network"]) == ("shm", "tcp")
+    assert "single_copy" not in tcp  # the library said nothing about single copy over tcp
+
+
+def test_the_fixtures_carry_what_each_probe_setting_makes_the_library_print():
+    """The probe's settings (campaign/probe.py) and the lines the parser needs from them."""
+    assert {"OMPI_MCA_mpi_show_mca_params", "OMPI_MCA_btl_base_verbose", "OMPI_MCA_smsc_base_verbose"} <= \
+        set(VERBOSE_ENV["openmpi"])
+    openmpi4, openmpi5 = (DATA / "openmpi414-native.txt").read_text(), (DATA / "openmpi508-native.txt").read_text()
+    assert "btl_vader_single_copy_mechanism=cma" in openmpi4 and "mca: bml: Using vader btl" in openmpi4
+    assert "selected shared-memory single-copy component: cma" in openmpi5
+    assert VERBOSE_ENV["mpich"] == {"UCX_LOG_LEVEL": "info", "MPIR_CVAR_DEBUG_SUMMARY": "1"}
+
+
+def test_description_is_one_line_with_the_note():
+    text = describe_transport({"layer": "ob1", "transports": "vader,self", "network": "shm", "single_copy": "none",
+                               "note": "CMA support is not available"})
+    assert text == "ob1 vader,self (shm) single-copy none; CMA support is not available"
+    assert describe_transport({}) == "" and describe_transport(None) == ""
+
+
+LINES = st.sampled_from([
+    "ep_cfg[0]: tag(", "ep_cfg[1]: tag(sysv/memory cma/memory)", "libfabric provider: ", "select: component  selected",
+    "mca: bml: Using  btl for send to", "btl_vader_eager_limit=", "btl_sm_single_copy_mechanism=xpmem",
+    "selected shared-memory single-copy component: ", "UCX  WARN ", "==== UCX netmod Capability ====",
+    "MPIDI_OFI_DEFAULT_SHORT_SEND_SIZE: x", "mtl:ofi:provider:", "PML  cannot be selected", "\x00", "\r",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(LINES, st.text(max_size=80)), max_size=30), st.sampled_from(["mpich", "openmpi", "x"]))
+def test_noise_never_raises_and_gives_only_known_keys_with_text_values(lines, mpi):
+    found = parse_transport("\n".join(lines), mpi)
+    assert set(found) <= set(KEYS)
+    assert all(isinstance(value, str) and value for value in found.values())
+    describe_transport(found)
