@@ -8,12 +8,13 @@ DB ?= mpistack.db
 # CI sets CI=true: bench builds then fail on any warning
 WERROR := $(if $(filter true,$(CI)),1,0)
 
-.PHONY: run test host venv bench bench-store bench-recipes bench-report agreement bench-build lint clean help
+.PHONY: run test host venv bench bench-startup bench-store bench-recipes bench-report agreement bench-build lint clean help
 
 help:
 	@echo "make run          set up this machine, then run the default job"
 	@echo "make test         set up this machine, then run every test"
-	@echo "make bench-store  ingest and query speed of the results store"
+	@echo "make bench-store  ingest and query speed of the results store, peak memory of ingesting 200 MB"
+	@echo "make bench-startup  start-up time of mpistack --help, results, runs, stack list"
 	@echo "make bench-recipes  catalogue render time and cached image builds"
 	@echo "make bench-report  analysis and report time over one million stored results"
 	@echo "make agreement    the default campaign 3 times: how often the classes agree"
@@ -43,8 +44,13 @@ run: host venv
 test: host venv
 	$(VPY) -m pytest tests
 
-bench-store: host venv
+bench-store: host venv bench-startup
 	$(VPY) benchmarks/store_speed.py
+	$(VPY) benchmarks/ingest_memory.py --mb 200
+
+# Start-up time of the verbs people type most (figures printed, nothing asserted).
+bench-startup: host venv
+	$(VPY) benchmarks/startup.py
 
 bench-recipes: host venv
 	$(VPY) benchmarks/recipes_speed.py

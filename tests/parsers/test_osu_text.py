@@ -136,8 +136,10 @@ def test_garbled_row_names_file_line_and_expectation():
     with pytest.raises(ParseError) as error:
         parse_text(garbled, "bad.txt")
     assert error.value.line == 4
-    assert str(error.value).startswith("bad.txt:4: ")
-    assert "expected 2 columns (Size, Bandwidth (MB/s))" in str(error.value)
+    assert str(error.value) == "bad.txt:4: '10.6x1' is not a number in column Bandwidth (MB/s)"
+    extra = s.BW_5.replace("2                      10.61", "2                      10.61   7")
+    with pytest.raises(ParseError, match=r"^bad.txt:4: malformed row .*expected 2 columns \(Size, Bandwidth \(MB/s\)\)"):
+        parse_text(extra, "bad.txt")
 
 
 def test_cut_short_row_in_the_middle_is_an_error():

@@ -11,13 +11,23 @@ from .common import DbOption, database, err, fail
 
 
 def _print_report(report, what: str) -> None:
+    """Every value is escaped: file names and messages may hold rich markup such as '[/x]'."""
     from rich.markup import escape
 
     for message in report.errors:
         err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    for message in report.skipped:
+        err.print(escape(message), highlight=False, soft_wrap=True)
+    for message in report.warnings():
+        err.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
     note = f", {report.incomplete} incomplete" if report.incomplete else ""
-    err.print(f"{what}: {report.files} file(s), {report.runs} run(s), {report.results} result(s) stored{note}"
-              + (f"; {len(report.errors)} file(s) rejected" if report.errors else ""), highlight=False)
+    if report.replaced:
+        note += f", replacing {report.replaced} earlier run(s)"
+    if report.skipped:
+        note += f"; {len(report.skipped)} file(s) already stored"
+    err.print(escape(f"{what}: {report.files} file(s), {report.runs} run(s), {report.results} result(s) stored{note}"
+                     + (f"; {len(report.errors)} file(s) rejected" if report.errors else "")),
+              highlight=False, soft_wrap=True)
 
 
 def ingest(
@@ -29,12 +39,15 @@ def ingest(
     reference: Annotated[Optional[list[str]], typer.Option("--reference", "-r", metavar="NAME",
                                                            help="Load a published reference shipped with "
                                                                 "mpistack ('all' for every one). Repeatable.")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Store a file again whose content is stored "
+                                                            "already, in place of its earlier runs.")] = False,
     db: DbOption = None,
 ) -> None:
     """Store the runs and results found in benchmark output files.
 
     Each file is parsed by content (OSU 5.x-7.x text, mpistack-bench JSON, Markdown tables) and written
-    whole or not at all; a file that cannot be read is reported with its line and the rest go on.
+    whole or not at all; a file that cannot be read is reported with its line and the rest go on. A file
+    whose content (sha256) is stored already is skipped unless --replace is given.
     """
     from ..ingest import files as ingest_files
     from ..ingest import published
@@ -58,7 +71,8 @@ def ingest(
 
         with progress() as bar:
             task = bar.add_task("ingesting", total=len(files))
-            report = ingest_files.ingest_files(store, files, tags, on_file=lambda _path: bar.advance(task))
+            report = ingest_files.ingest_files(store, files, tags, on_file=lambda _path: bar.advance(task),
+                                               replace=replace)
         _print_report(report, "ingested")
         failed |= bool(report.errors)
     if failed:

@@ -1,26 +1,30 @@
-"""Ingesting benchmark output files: parse, then write each file in its own transaction.
-
-A file that fails to parse is reported with its line and skipped; the others are still stored.
+"""Ingesting benchmark output files: each file is its own unit. It is hashed, looked up (the same content is
+stored once, unless replaced), parsed and written inside a savepoint; whatever goes wrong with one file is
+one line of the report, and the other files are stored.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
-from ..parsers import ParsedRun, ParseError, parse_file
-from ..spec.provenance import Provenance
-from ..store.writer import write_runs
+from ..parsers import HEAD_BYTES, ParsedRun, ParseError, parse_bytes, parse_file
+from ..parsers.storable import COUNT_FIELDS, RUN_TEXT_LIMITS, TAG_KEY_LIMIT, count_problem, text_problem
+from ..spec.provenance import CONTEXT_FIELDS, Provenance
+from ..store.writer import delete_runs, savepoint, stored_content, write_runs
 
 # Files are committed in groups: a commit costs about as much as writing a whole file's results, and
 # ingest can be repeated, so a crash loses at most one group (a second of work). Each file is still
-# all or nothing: it is parsed and checked completely before its first row is written.
+# all or nothing: it is written inside a savepoint, rolled back if anything in it fails.
 COMMIT_EVERY_FILES = 200
 COMMIT_EVERY_SECONDS = 1.0
+# What places a run for the analysis; ingested text rarely says the first two.
+PLACING_FIELDS = ("stack", "approach", "ranks", "nodes")
 
 
 @dataclass
@@ -29,7 +33,10 @@ class IngestReport:
     runs: int = 0
     results: int = 0
     incomplete: int = 0
-    errors: list[str] = field(default_factory=list)
+    replaced: int = 0  # runs removed because their file was stored again (--replace)
+    errors: list[str] = field(default_factory=list)  # one line per file that was not stored
+    skipped: list[str] = field(default_factory=list)  # one line per file already stored
+    unplaced: dict[tuple[str, ...], list[str]] = field(default_factory=dict)  # missing fields -> files
 
     def stored(self, runs: list[ParsedRun]) -> None:
         """Count one file's runs, once they are written."""
@@ -38,34 +45,105 @@ class IngestReport:
         self.results += sum(run.result_count for run in runs)
         self.incomplete += sum(1 for run in runs if run.incomplete)
 
+    def warnings(self) -> list[str]:
+        """One line per set of missing context: which files, which tags to add."""
+        lines = []
+        for fields, files in self.unplaced.items():
+            add = " ".join(f"-t {name}=..." for name in fields)
+            what = f"{files[0]}:" if len(files) == 1 else f"{len(files)} files (the first {files[0]})"
+            lines.append(f"{what} stored without {', '.join(fields)}; add {add} to place the runs")
+        return lines
+
 
 def split_tags(tags: dict[str, str] | None) -> tuple[Provenance, dict[str, str]]:
     """User tags -> the run context they set (stack, approach, ranks, ...) and the plain tags.
-    Raises ValueError for a malformed context value or a tag that names a recorded field."""
+    Raises ValueError for a malformed context value, a tag that names a recorded field, or a value the store
+    cannot hold."""
+    for key, value in (tags or {}).items():
+        limit = RUN_TEXT_LIMITS.get(key) if key in CONTEXT_FIELDS else None
+        problem = text_problem("tag", key, TAG_KEY_LIMIT) or text_problem(f"tag {key}", value, limit)
+        if problem:
+            raise ValueError(problem)
     context = Provenance()
     plain = context.split_tags(tags or {})
+    for name in COUNT_FIELDS:
+        problem = count_problem(f"tag {name}", getattr(context, name))
+        if problem:
+            raise ValueError(problem)
     return context, plain
 
 
+def read_content(path: Path) -> tuple[str, bytes | None]:
+    """The sha256 of a file's bytes, and the bytes themselves when the file is small (parsed from that one
+    read); a large file is hashed in blocks and parsed later as a stream."""
+    try:
+        if path.stat().st_size <= HEAD_BYTES:
+            data = path.read_bytes()
+            return hashlib.sha256(data).hexdigest(), data
+        with path.open("rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest(), None
+    except OSError as error:
+        raise ParseError(str(path), 0, f"cannot read: {error.strerror}") from None
+
+
+def _run_ids(ids: list[int]) -> str:
+    return f"run {ids[0]}" if len(ids) == 1 else f"run {ids[0]}..{ids[-1]}"
+
+
+def _unplaced(runs: list[ParsedRun], context: Provenance) -> tuple[str, ...]:
+    missing: dict[str, None] = {}
+    for run in runs:
+        facts = Provenance().update(run.provenance).update(context)
+        missing.update((name, None) for name in PLACING_FIELDS if getattr(facts, name) in (None, ""))
+    return tuple(missing)
+
+
+def _describe(error: Exception) -> str:
+    """One line for an unexpected error: the database's own message (not SQLAlchemy's statement dump)."""
+    cause = getattr(error, "orig", None) or error
+    lines = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {lines[0] if lines else 'no message'}"
+
+
+def _ingest_one(connection: Connection, path: Path, context: Provenance, tags: dict[str, str], replace: bool,
+                report: IngestReport) -> None:
+    digest, data = read_content(path)
+    with savepoint(connection):  # a failure below leaves nothing of this file
+        existing = stored_content(connection, digest)
+        if existing and not replace:
+            report.skipped.append(f"{path}: already stored ({_run_ids(existing)}); use --replace to store it again")
+            return
+        runs = parse_file(path) if data is None else parse_bytes(data, str(path))
+        replaced = delete_runs(connection, existing) if existing else 0
+        write_runs(connection, runs, source=str(path), tags=tags, provenance=context, content_sha256=digest)
+    report.stored(runs)
+    report.replaced += replaced
+    missing = _unplaced(runs, context)
+    if missing:
+        report.unplaced.setdefault(missing, []).append(str(path))
+
+
 def ingest_files(database: Engine, paths: Iterable[str | Path], tags: dict[str, str] | None = None,
-                 on_file: Callable[[Path], None] | None = None) -> IngestReport:
-    """Parse and store each file in turn; `tags` may set the run context (see `split_tags`)."""
+                 on_file: Callable[[Path], None] | None = None, replace: bool = False) -> IngestReport:
+    """Parse and store each file in turn; `tags` may set the run context (see `split_tags`). A file whose
+    content is stored already is skipped, or with `replace` stored again in place of its earlier runs."""
     context, plain_tags = split_tags(tags)
     report = IngestReport()
-    with database.connect() as connection:
+    # SQLite: take the write lock when each group begins, so that looking a file up and writing it are one
+    # step for parallel ingests (they wait on the lock instead of failing to upgrade a read)
+    with database.connect().execution_options(sqlite_begin="IMMEDIATE") as connection:
         transaction = connection.begin()
         started = time.monotonic()
         pending = 0
         for path in paths:
             path = Path(path)
             try:
-                runs = parse_file(path)
-                # write_runs checks everything before its first insert: a file is written whole or not at all
-                write_runs(connection, runs, source=str(path), tags=plain_tags, provenance=context)
+                _ingest_one(connection, path, context, plain_tags, replace, report)
             except ParseError as error:
                 report.errors.append(str(error))
+            except Exception as error:  # noqa: BLE001 - any failure of one file is that file's, reported in one line
+                report.errors.append(f"{path}: {_describe(error)}")
             else:
-                report.stored(runs)
                 pending += 1
             if pending >= COMMIT_EVERY_FILES or time.monotonic() - started > COMMIT_EVERY_SECONDS:
                 transaction.commit()

@@ -1,45 +1,109 @@
 """Parsers: OSU text (5.x to 7.x), published Markdown tables, mpistack-bench JSON.
 
-`parse_file` picks the parser from the content, never from the file name.
+`parse_file` picks the parser from the content, never from the file name: from the first MiB of the file,
+which holds a JSON document's start and a Markdown table's first title. A format that reads line by line (a
+`lines` capability: OSU text) is given the file as a stream of lines, so that a large output is never held
+whole in memory; the others get the whole text. Every run is checked against what a store can hold
+(`storable`) before it is returned.
 """
 
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
+from typing import IO, Iterator
 
 from ..registry import FORMATS
 # each module registers its input format when imported
 from .bench_json import parse_bench_json
 from .markdown_tables import parse_markdown_tables
-from .model import ParsedRow, ParsedRun, ParseError
+from .model import ParsedRow, ParsedRun, ParseError, RowTable
 from .osu_text import parse_osu_text
+from .storable import check_runs
 
-__all__ = ["ParseError", "ParsedRow", "ParsedRun", "parse_bench_json", "parse_file", "parse_markdown_tables",
-           "parse_osu_text", "parse_text"]
+__all__ = ["HEAD_BYTES", "ParseError", "ParsedRow", "ParsedRun", "RowTable", "parse_bench_json", "parse_bytes",
+           "parse_file",
+           "parse_markdown_tables", "parse_osu_text", "parse_text"]
+
+HEAD_BYTES = 1 << 20  # what format detection reads of a file
+_BINARY_PROBE = 8192
+
+
+def _detect(text: str, source: str):
+    for entry in sorted(FORMATS, key=lambda entry: entry.order):
+        if entry.detect(text):
+            return entry
+    raise ParseError(source, 0, "no input format recognises this text")
+
+
+def _nul_problem(text: str, source: str) -> None:
+    position = text.find("\x00")
+    if position >= 0:
+        raise ParseError(source, text.count("\n", 0, position) + 1,
+                         "NUL character in the text: expected benchmark output as text")
 
 
 def parse_text(text: str, source: str = "<text>") -> list[ParsedRun]:
     """The runs in `text`, read by the first registered input format (FORMATS, by order) that detects it."""
-    for entry in sorted(FORMATS, key=lambda entry: entry.order):
-        if entry.detect(text):
-            return entry.plugin(text, source)
-    raise ParseError(source, 0, "no input format recognises this text")
+    text = text.removeprefix("\ufeff")  # a byte order mark some editors write at the start
+    _nul_problem(text, source)
+    return check_runs(_detect(text, source).plugin(text, source), source)
+
+
+def _decoded_lines(handle: IO[bytes], source: str) -> Iterator[str]:
+    """The lines of a binary stream as text, each decoded on its own so that a byte that is not UTF-8 is a
+    ParseError naming its line; a byte order mark at the start is dropped."""
+    for count, data in enumerate(handle, start=1):
+        if count == 1:
+            data = data.removeprefix(codecs.BOM_UTF8)
+        try:
+            yield data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ParseError(source, count, "not UTF-8 text: expected OSU benchmark output") from None
+
+
+def _not_utf8(data: bytes, error: UnicodeDecodeError, source: str) -> ParseError:
+    return ParseError(source, data[: error.start].count(b"\n") + 1, "not UTF-8 text: expected OSU benchmark output")
+
+
+def parse_bytes(data: bytes, source: str) -> list[ParsedRun]:
+    """The runs in a file's bytes already read (a small file: ingest hashes and parses one read)."""
+    if not data.strip():
+        raise ParseError(source, 0, "empty file: expected OSU benchmark output")
+    if b"\x00" in data[:_BINARY_PROBE]:
+        raise ParseError(source, 0, "binary file: expected OSU benchmark output as text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise _not_utf8(data, error, source) from None
+    return parse_text(text, source)
 
 
 def parse_file(path: str | Path) -> list[ParsedRun]:
     path = Path(path)
     source = str(path)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            head = handle.read(HEAD_BYTES)
+            whole = len(head) < HEAD_BYTES or not handle.peek(1)
+            if whole and not head.strip():
+                raise ParseError(source, 0, "empty file: expected OSU benchmark output")
+            if b"\x00" in head[:_BINARY_PROBE]:
+                raise ParseError(source, 0, "binary file: expected OSU benchmark output as text")
+            if whole:
+                return parse_bytes(head, source)
+            # a large file: detect from its head (cut at a character boundary), then read it as the format needs
+            head_text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(head).removeprefix("\ufeff")
+            entry = _detect(head_text, source)
+            handle.seek(0)
+            if "lines" in entry.capabilities:
+                return check_runs(entry.lines(_decoded_lines(handle, source), source), source)
+            data = handle.read()
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise _not_utf8(data, error, source) from None
+            del data  # one copy of the file at a time
+            return parse_text(text, source)
     except OSError as error:
         raise ParseError(source, 0, f"cannot read: {error.strerror}") from None
-    if not data.strip():
-        raise ParseError(source, 0, "empty file: expected OSU benchmark output")
-    if b"\x00" in data[:8192]:
-        raise ParseError(source, 0, "binary file: expected OSU benchmark output as text")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise ParseError(source, line, "not UTF-8 text: expected OSU benchmark output") from None
-    return parse_text(text, source)

@@ -13,7 +13,7 @@ from importlib import resources
 
 from ..registry import FORMATS
 from ..spec.provenance import Provenance, parse_time
-from .model import ParsedRow, ParsedRun, ParseError
+from .model import ParsedRow, ParsedRun, ParseError, RowError
 
 SCHEMA_ID = "mpistack-bench/1"
 _STAT_FIELDS = ("mean", "min", "median", "p90", "p99", "max", "stddev", "ci95_low", "ci95_high")
@@ -86,6 +86,7 @@ def _run_from_document(document: dict, source: str, line: int) -> ParsedRun:
         mpi_library_version=mpi.get("library_version"), ranks=mpi.get("ranks"), nodes=len(set(hosts)) or None,
         hosts=list(hosts), tool_version=tool["version"], started_at=parse_time(document.get("started")),
         finished_at=parse_time(document.get("finished")), libfabric_provider=environment.get("FI_PROVIDER"),
+        libfabric_version=(mpi.get("libfabric") or {}).get("version"),  # what the process really loaded
     )
     for entry in document["results"]:
         stats: dict[str, float | int] = {"iterations": entry["iterations"]}
@@ -97,8 +98,11 @@ def _run_from_document(document: dict, source: str, line: int) -> ParsedRun:
             stats["min"] = entry["rank_min"]
         if entry.get("rank_max") is not None:
             stats["max"] = entry["rank_max"]
-        run.rows.append(ParsedRow(size=entry["size"], values=dict(entry["values"]), stats=stats,
-                                  validation=entry.get("validation"), line=line))
+        try:
+            run.rows.append(ParsedRow(size=entry["size"], values=dict(entry["values"]), stats=stats,
+                                      validation=entry.get("validation"), line=line))
+        except RowError as error:
+            raise ParseError(source, line, f"result at size {entry['size']}: {error}") from None
     return run
 
 
@@ -126,13 +130,20 @@ def parse_bench_json(text: str, source: str = "<json>") -> list[ParsedRun]:
     except _NotANumber as error:
         raise ParseError(source, _line_of_token(text, str(error)),
                          f"{error} is not a number (JSON has no NaN or infinities; a figure must be finite)") from None
+    except RecursionError:
+        raise ParseError(source, 1, "JSON nested too deeply to read; expected an mpistack-bench document "
+                                    "(a few levels deep) or an array of them") from None
     documents = data if isinstance(data, list) else [data]
     if not documents:
         raise ParseError(source, 1, "empty JSON array: expected mpistack-bench documents")
     runs = []
     for index, document in enumerate(documents):
         line = _line_of(text, index)
-        errors = sorted(_validator().iter_errors(document), key=lambda e: list(e.absolute_path))
+        try:
+            errors = sorted(_validator().iter_errors(document), key=lambda e: list(e.absolute_path))
+        except RecursionError:
+            raise ParseError(source, line, f"document {index}: nested too deeply to check against the schema "
+                                           f"{SCHEMA_ID}") from None
         if errors:
             first = errors[0]
             where = "/".join(str(part) for part in first.absolute_path) or "(document)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from .model import ParsedRow, ParsedRun, ParseError, is_count
+from .model import ParsedRow, ParsedRun, ParseError, RowError, is_count
 from ..registry import FORMATS
 from ..spec.benchmarks import metric_of
 from ..spec.provenance import Provenance
@@ -92,7 +92,10 @@ def _table_runs(lines: list[tuple[int, str]], source: str) -> list[ParsedRun]:
             value = _number(cell)
             if value is None:
                 raise ParseError(source, lineno, f"expected a number in column {run.tags['column']!r}, got {cell!r}")
-            run.rows.append(ParsedRow(size=size, values={metric.name: value}, line=lineno))
+            try:
+                run.rows.append(ParsedRow(size=size, values={metric.name: value}, line=lineno))
+            except RowError as error:
+                raise ParseError(source, lineno, str(error)) from None
     for run in runs:
         if not run.rows:
             run.incomplete = True

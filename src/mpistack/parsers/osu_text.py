@@ -1,22 +1,27 @@
 """Parser for the text the OSU micro-benchmarks print, every version from 5.x to 7.x, and for
 mpistack-bench's identical text.
 
-The output is read line by line: a title line starts a test, the header line names its columns, rows
-follow. Anything else (launcher and dynamic-loader messages, one per rank, prompts) is noise and is
-skipped. Several tests may follow each other in one file. A row that is cut short at the end of the
-output marks the test incomplete and keeps the rows before it; a malformed row anywhere else is an
-error that names the line.
+The output is read line by line (a file as a stream: never whole in memory): a title line starts a test,
+the header line names its columns, rows follow. Anything else (launcher and dynamic-loader messages, one
+per rank, separator lines) is noise and is skipped; a prompt line ('$ srun -n 2 -N 2 ...') and OSU's
+'# [ pairs: N ]' header tell the job size. Several tests may follow each other in one file. A row that is
+cut short at the end of the output marks the test incomplete and keeps the rows before it; a launcher's
+abort block (launcher_messages.py) marks it failed and keeps them too; a malformed row anywhere else is an
+error that names the line and what is wrong with which value.
 """
 
 from __future__ import annotations
 
+import io
 import math
 import re
 import shlex
+from typing import Iterable, Iterator
 
 from ..registry import FORMATS
 from ..spec.provenance import Provenance
-from .model import ParsedRow, ParsedRun, ParseError, is_count
+from .launcher_messages import MAX_MESSAGES, abort_line, detail_line
+from .model import INT32_MAX, INT64_MAX, ParsedRow, ParsedRun, ParseError, RowError, is_count
 from ..spec.benchmarks import metric_of
 from .osu_names import Column, column_for, is_header, parse_title, split_header
 
@@ -26,6 +31,13 @@ _SEND_BUFFER_RE = re.compile(
 _VALIDATION_ERROR_RE = re.compile(r"DATA VALIDATION ERROR(?:.*?message size\s+(?P<size>\d+))?", re.IGNORECASE)
 _BUFFER_LETTER = {"HOST": "H", "DEVICE": "D", "MANAGED": "M", "H": "H", "D": "D", "M": "M"}
 _ENV_ASSIGNMENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# A row starts with a number (or its sign or point); lines of dashes or '=' that frame launcher messages do not.
+_ROW_START_RE = re.compile(r"[-+]?\.?\d")
+# '+ mpirun -np 2 ...' (shell trace) or 'user@host:~/osu$ srun -n 2 ...' (a pasted terminal)
+_PROMPT_RE = re.compile(r"^(?:\++|[^\s#$]*\$)\s+(?P<command>\S.*)$")
+_PAIRS_RE = re.compile(r"^#\s*\[\s*pairs:\s*(\d{1,9})\s*\]", re.IGNORECASE)
+_PROCESSES_RE = re.compile(r"^#\s*(?:number of (?:processes|ranks)|processes|ranks)\s*[:=]\s*(\d{1,9})\s*$",
+                           re.IGNORECASE)
 
 
 class _Block:
@@ -83,8 +95,9 @@ def parse_command(command: str) -> Provenance:
     return facts
 
 
-def _parse_row(tokens: list[str], columns: list[Column], lineno: int) -> ParsedRow | None:
-    """A row whose tokens match the columns one to one, or None."""
+def _read_row(tokens: list[str], columns: list[Column], lineno: int, context: tuple[str, str]) -> ParsedRow | str | None:
+    """The row whose tokens match the columns one to one; or why a token does not fit its column; or None when
+    the number of tokens is wrong. `context`: the line and the test's title, for messages."""
     if len(tokens) != len(columns):
         return None
     size: int | None = None
@@ -94,26 +107,36 @@ def _parse_row(tokens: list[str], columns: list[Column], lineno: int) -> ParsedR
     for token, column in zip(tokens, columns):
         if column.role == "size":
             if not is_count(token):
-                return None
+                return f"{token!r} is not a message size in column {column.name}: expected a whole number of bytes"
             size = int(token)
+            if size > INT64_MAX:
+                return f"size {token} in column {column.name} is beyond 2^63-1, the largest a store holds"
         elif column.role == "validation":
             lowered = token.lower()
             if lowered not in {"pass", "fail"}:
-                return None
+                return f"{token!r} in column {column.name}: expected Pass or Fail"
             validation = lowered
+        elif column.key == "iterations":
+            if not is_count(token):
+                return f"{token!r} is not a whole number in column {column.name}"
+            if int(token) > INT32_MAX:
+                return f"{token} in column {column.name} is beyond 2^31-1, the largest a store holds"
+            stats["iterations"] = int(token)
         else:
             try:
                 number = float(token)
             except ValueError:
-                return None
-            if not math.isfinite(number) or (column.role == "value" and number < 0):
-                return None
+                return f"{token!r} is not a number in column {column.name}"
+            if math.isnan(number):
+                return f"{token!r} is not a number in column {column.name}"
+            if math.isinf(number):
+                return f"{token!r} is not a finite number in column {column.name}"
             if column.role == "value":
+                if number < 0:
+                    line, title = context
+                    return (f"negative {column.name} {token} in row {line[:60]!r} of {title}: a time, rate or "
+                            "count cannot be negative")
                 values[column.key] = number
-            elif column.key == "iterations":
-                if not is_count(token):
-                    return None
-                stats["iterations"] = int(token)
             else:
                 stats[column.key] = number
     if not values:
@@ -122,26 +145,25 @@ def _parse_row(tokens: list[str], columns: list[Column], lineno: int) -> ParsedR
 
 
 def _is_cut_short(tokens: list[str], columns: list[Column]) -> bool:
-    """A row that stops early but whose every token is what its column expects (output killed)."""
+    """A row that stops early but whose every token is what its column expects, or the start of it
+    (output killed mid-row)."""
     if not tokens or len(tokens) > len(columns):
         return False
     for token, column in zip(tokens, columns):
-        if column.role == "size" and not is_count(token):
+        if column.role == "size" and not (is_count(token) and int(token) <= INT64_MAX):
+            return False
+        if column.key == "iterations" and token and not (is_count(token) and int(token) <= INT32_MAX):
             return False
         if column.role == "validation":
             if not "pass".startswith(token.lower()) and not "fail".startswith(token.lower()):
                 return False
-        elif column.role != "size" and not re.fullmatch(r"[-+]?\d*\.?\d*", token):
+        elif column.role != "size" and not re.fullmatch(r"\d*\.?\d*", token):
             return False
     return True
 
 
 def _malformed(line: str, block: _Block) -> str:
     columns = block.columns or []
-    for token, column in zip(line.split(), columns):
-        if column.role == "value" and re.fullmatch(r"-\d*\.?\d+(e[-+]?\d+)?", token, re.IGNORECASE):
-            return (f"negative {column.name} {token} in row {line[:60]!r} of {block.run.title}: a time, rate or "
-                    "count cannot be negative")
     names = ", ".join(column.name for column in columns)
     return f"malformed row {line[:60]!r} in {block.run.title}: expected {len(columns)} columns ({names})"
 
@@ -163,9 +185,62 @@ def _units(columns: list[Column]) -> dict[str, str]:
     return {column.key: column.unit for column in columns if column.role == "value"}
 
 
-@FORMATS.register("osu-text", order=90, detect=lambda text: True)  # the fallback: OSU text among any noise
+def _command_line(line: str) -> Provenance | None:
+    """What a shell prompt line says: '$ srun -n 2 ...' (any command), or an xtrace '+ mpirun -np 2 ...' or a
+    'user@host:~$ mpiexec ...' prompt when the command starts a launcher."""
+    if line.startswith("$ "):
+        return parse_command(line[2:].strip())
+    match = _PROMPT_RE.match(line)
+    if match:
+        facts = parse_command(match.group("command"))
+        if facts.launcher:
+            return facts
+    return None
+
+
+def _count_line(line: str, block: _Block) -> bool:
+    """A header line that tells the job size ('# [ pairs: 2 ] ...': two ranks a pair; '# Number of processes:
+    4'); the rank count is taken unless a command line gave it."""
+    pairs = _PAIRS_RE.match(line)
+    processes = None if pairs else _PROCESSES_RE.match(line)
+    if not pairs and not processes:
+        return False
+    ranks = 2 * int(pairs.group(1)) if pairs else int(processes.group(1))
+    if block.run.provenance.ranks is None and ranks > 0:
+        block.run.provenance.ranks = ranks
+    return True
+
+
+def _note_abort(run: ParsedRun, line: str) -> None:
+    run.aborted = True
+    if len(run.messages) < MAX_MESSAGES:
+        run.messages.append(line)
+
+
+def _note_validation_error(run: ParsedRun, line: str, match: re.Match) -> None:
+    run.validation_failed = True
+    run.messages.append(line)
+    if match.group("size") is not None:
+        size = int(match.group("size"))
+        if size <= INT64_MAX and not run.rows.mark_failed(size):
+            run.messages.append(f"message size {size} failed validation before its row was printed")
+
+
+def _text_lines(text: str) -> Iterator[str]:
+    """Lines with their ends, split as a file read with newline='' splits them (\\n, \\r\\n or \\r)."""
+    return iter(io.StringIO(text, newline=""))
+
+
+@FORMATS.register("osu-text", order=90, detect=lambda text: True,  # the fallback: OSU text among any noise
+                  lines=lambda lines, source: parse_osu_lines(lines, source))
 def parse_osu_text(text: str, source: str = "<text>") -> list[ParsedRun]:
     """Every test in an OSU (or mpistack-bench) text output. Raises ParseError on malformed rows."""
+    return parse_osu_lines(_text_lines(text), source)
+
+
+def parse_osu_lines(lines: Iterable[str], source: str = "<text>") -> list[ParsedRun]:
+    """Every test in OSU text read line by line (lines with their ends, as a file yields them), so that a file
+    is never held whole in memory."""
     runs: list[ParsedRun] = []
     block: _Block | None = None
     last_command: Provenance | None = None
@@ -180,12 +255,18 @@ def parse_osu_text(text: str, source: str = "<text>") -> list[ParsedRun]:
             current.run.incomplete = True
         runs.append(current.run)
 
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    lineno = 0
+    ended = True  # whether the last line had its line end
+    for lineno, raw in enumerate(lines, start=1):
+        ended = raw.endswith(("\n", "\r"))
+        if "\x00" in raw:
+            raise ParseError(source, lineno, "NUL character in the text: expected OSU benchmark output as text")
         line = raw.strip()
         if not line:
             continue
-        if line.startswith("$ "):
-            last_command = parse_command(line[2:].strip())
+        command = _command_line(line) if line[0] in "$+" or "$ " in line else None
+        if command is not None:
+            last_command = command
             continue
         if line.startswith("#"):
             title = parse_title(line)
@@ -210,37 +291,40 @@ def parse_osu_text(text: str, source: str = "<text>") -> list[ParsedRun]:
             buffer_match = _SEND_BUFFER_RE.match(line)
             if buffer_match:
                 block.run.provenance.buffers = _buffers(buffer_match)
+            elif _count_line(line, block):
+                pass
             elif block.columns is None and is_header(line):
                 block.columns = _columns_for(split_header(line), block.run.benchmark)
                 block.run.units = _units(block.columns) or block.run.units
             continue
         if block is None:
             continue
-        validation_error = _VALIDATION_ERROR_RE.search(line)
-        if validation_error:
-            block.run.validation_failed = True
-            block.run.messages.append(line)
-            continue
-        first = line[0]
-        if block.columns is None or not (is_count(first) or first in "-+."):
-            continue  # launcher / loader / MPI noise
+        if block.columns is None or not _ROW_START_RE.match(line):
+            validation_error = _VALIDATION_ERROR_RE.search(line)
+            if validation_error:
+                _note_validation_error(block.run, line, validation_error)
+            elif abort_line(line) or (block.run.aborted and detail_line(line)):
+                _note_abort(block.run, line)
+            continue  # otherwise launcher / loader / MPI noise, separator lines
         tokens = line.split()
-        row = _parse_row(tokens, block.columns, lineno)
-        if row is None and not _is_cut_short(tokens, block.columns):
-            raise ParseError(source, lineno, _malformed(line, block))
+        row = _read_row(tokens, block.columns, lineno, (line, block.run.title))
+        if not isinstance(row, ParsedRow) and not _is_cut_short(tokens, block.columns):
+            raise ParseError(source, lineno, row or _malformed(line, block))
         if block.pending_bad is not None:  # a cut-short row followed by more rows: not a truncation
             raise ParseError(source, block.pending_bad[0], block.pending_bad[1])
-        if row is None:
-            block.pending_bad = (lineno, _malformed(line, block))
+        if not isinstance(row, ParsedRow):
+            block.pending_bad = (lineno, row or _malformed(line, block))
         else:
-            block.run.rows.append(row)
+            try:
+                block.run.rows.append(row)
+            except RowError as error:
+                raise ParseError(source, lineno, str(error)) from None
 
-    if block is not None and block.run.rows and text and not text.endswith("\n"):
+    if block is not None and block.run.rows and lineno and not ended:
         # OSU ends every row with a newline: a last row without one was cut mid-write (job killed).
-        last = block.run.rows[-1]
-        if last.line == text.count("\n") + 1:
+        if block.run.rows[-1].line == lineno:
             block.run.rows.pop()
-            block.pending_bad = block.pending_bad or (last.line, "row without its line end")
+            block.pending_bad = block.pending_bad or (lineno, "row without its line end")
     finish(block)
     if not runs:
         raise ParseError(source, 0, "no OSU benchmark output found: expected a title line such as "

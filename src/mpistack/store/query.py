@@ -39,6 +39,9 @@ _NUMERIC_KEYS = {"size", "value", "iterations", "run", "ranks", "nodes", "campai
 OUTPUT_FIELDS = ("run", "benchmark", "size", "metric", "value", "unit", "status", "stack", "approach", "launcher",
                  "ranks", "nodes", "buffers", "device", "suite", "validation")
 STAT_FIELDS = tuple(field for field in RESULT_STAT_FIELDS if field != "validation")
+#: fields every result and run row carries beyond the default columns, for a listing to select: `transport`
+#: is what the run's MPI library said it used (a dict, see parsers/transport.py)
+SELECTABLE_FIELDS = ("transport",)
 
 
 class WhereError(ValueError):
@@ -93,7 +96,7 @@ def query_runs(engine: Engine, filters: list[Where] | None = None, limit: int | 
     """Runs matching every filter (run fields and tags), in the order they were recorded, with their tags."""
     columns = [_RUNS.id.label("run"), _RUNS.campaign_id.label("campaign"), _RUNS.benchmark, _RUNS.status,
                _RUNS.stack, _RUNS.approach, _RUNS.launcher, _RUNS.ranks, _RUNS.nodes, _RUNS.buffers, _RUNS.message,
-               _RUNS.started_at]
+               _RUNS.started_at, _RUNS.transport]
     statement = select(*columns)
     for where in filters or []:
         statement = statement.where(where.clause(run_id=_RUNS.id, result_keys=False))
@@ -124,13 +127,26 @@ def _tags_of(connection, run_ids: list[int]) -> dict[int, dict[str, str]]:
     return tags
 
 
+def count_matching(engine: Engine, filters: list[Where] | None = None, runs: bool = False) -> int:
+    """How many results (with `runs`: runs) match every filter: the whole of which a --limit listing is a part."""
+    if runs:
+        statement = select(func.count()).select_from(RunRow.__table__)
+        clauses = [where.clause(run_id=_RUNS.id, result_keys=False) for where in filters or []]
+    else:
+        statement = select(func.count()).select_from(
+            ResultRow.__table__.join(RunRow.__table__, _RUNS.id == _RESULTS.run_id))
+        clauses = [where.clause() for where in filters or []]
+    with engine.connect() as connection:
+        return connection.execute(statement.where(*clauses)).scalar_one()
+
+
 def query_results(engine: Engine, filters: list[Where] | None = None, limit: int | None = None) -> list[dict]:
     """Results matching every filter, ordered by run and size, each with its run's fields and tags."""
     columns = [
         _RESULTS.run_id.label("run"), _RESULTS.benchmark, _RESULTS.size, _RESULTS.metric, _RESULTS.value,
         _RESULTS.unit, _RUNS.status, _RUNS.stack, _RUNS.approach, _RUNS.launcher, _RUNS.ranks, _RUNS.nodes,
         _RUNS.buffers, _RUNS.device, _RUNS.benchmark_suite.label("suite"), _RESULTS.validation,
-        _RUNS.mpi_library_version,
+        _RUNS.mpi_library_version, _RUNS.transport,
         *[getattr(_RESULTS, name) for name in STAT_FIELDS],
     ]
     statement = select(*columns).join(RunRow.__table__, _RUNS.id == _RESULTS.run_id)
@@ -193,7 +209,7 @@ def launch_evidence(engine: Engine, filters: list[Where] | None = None,
 # Run columns a report shows as a run's provenance.
 PROVENANCE_FIELDS = ("run", "stack", "approach", "launcher", "command", "environment", "benchmark_suite",
                      "mpi_library_version", "libfabric_version", "libfabric_provider", "image_digest", "hosts",
-                     "tool_version", "started_at")
+                     "tool_version", "started_at", "transport")
 
 
 def run_provenance(engine: Engine, run_ids: list[int]) -> dict[int, dict]:
@@ -201,7 +217,7 @@ def run_provenance(engine: Engine, run_ids: list[int]) -> dict[int, dict]:
     read in one query per 5000 ids."""
     columns = [_RUNS.id.label("run"), _RUNS.stack, _RUNS.approach, _RUNS.launcher, _RUNS.command, _RUNS.environment,
                _RUNS.benchmark_suite, _RUNS.mpi_library_version, _RUNS.libfabric_version, _RUNS.libfabric_provider,
-               _RUNS.image_digest, _RUNS.hosts, _RUNS.tool_version, _RUNS.started_at]
+               _RUNS.image_digest, _RUNS.hosts, _RUNS.tool_version, _RUNS.started_at, _RUNS.transport]
     out: dict[int, dict] = {}
     ids = sorted(set(run_ids))
     with engine.connect() as connection:
@@ -216,7 +232,7 @@ RUN_RECORD_FIELDS = ("run", "campaign", "campaign_name", "benchmark", "title", "
                      "stack", "approach", "launcher", "ranks", "nodes", "buffers", "device", "command",
                      "environment", "benchmark_suite", "mpi_library_version", "libfabric_version",
                      "libfabric_provider", "image_digest", "hosts", "tool_version", "source", "started_at",
-                     "finished_at", "created_at")
+                     "finished_at", "created_at", "transport")
 
 
 def run_record(engine: Engine, run_id: int) -> dict | None:
@@ -259,3 +275,29 @@ def unknown_where_key(engine: Engine, filters: list[Where]) -> str | None:
     known_tags = ", ".join(sorted(tags)) or "none"
     return (f"--where {missing[0]}: no such field, and no stored run has that tag; fields: {fields}; "
             f"tags in this store: {known_tags}")
+
+
+def run_diagnostics(engine: Engine, filters: list[Where] | None = None) -> list[dict]:
+    """What the doctor reads of each matching run: status, message, command, environment, the transport its MPI
+    reported, with its tags and the sizes whose validation failed (``failed_sizes``)."""
+    columns = [_RUNS.id.label("run"), _RUNS.campaign_id.label("campaign"), _RUNS.benchmark, _RUNS.status,
+               _RUNS.message, _RUNS.stack, _RUNS.approach, _RUNS.launcher, _RUNS.ranks, _RUNS.nodes, _RUNS.buffers,
+               _RUNS.command, _RUNS.environment, _RUNS.transport, _RUNS.mpi_library_version,
+               _RUNS.libfabric_provider]
+    statement = select(*columns)
+    for where in filters or []:
+        statement = statement.where(where.clause(run_id=_RUNS.id, result_keys=False))
+    rows, tags = _fetch(engine, statement.order_by(_RUNS.id), None)
+    failed: dict[int, list] = {}
+    ids = [row["run"] for row in rows]
+    with engine.connect() as connection:
+        for start in range(0, len(ids), 5000):  # stay under bound-parameter limits
+            for run_id, size in connection.execute(
+                select(_RESULTS.run_id, _RESULTS.size).where(_RESULTS.run_id.in_(ids[start:start + 5000]),
+                                                             _RESULTS.validation == "fail")
+            ):
+                failed.setdefault(run_id, []).append(size)
+    for row in rows:
+        row["tags"] = tags.get(row["run"], {})
+        row["failed_sizes"] = sorted(set(failed.get(row["run"], [])), key=lambda size: size or 0)
+    return rows
