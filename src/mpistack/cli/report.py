@@ -68,7 +68,16 @@ def campaign_report(store, campaign_id: int, name: str | None, settings=None, fi
     result = collect(store, [Where("campaign", "=", campaign_id), *(filters or [])], settings, title=title,
                      campaign={"id": campaign_id, "name": name}, filter_text=filter_text)
     result.regressions = find_regressions(store, campaign_id, settings)
+    result.findings = doctor_findings(store, [Where("campaign", "=", campaign_id), *(filters or [])], settings)
     return result
+
+
+def doctor_findings(store, filters, settings) -> dict:
+    """The doctor's findings per matrix cell, as the plain data the report shows (report/ cannot ask the doctor,
+    which comes after it)."""
+    from ..doctor import cell_findings
+
+    return cell_findings(store, filters, settings)
 
 
 def report(
@@ -129,6 +138,7 @@ def report(
         else:
             result = collect(store, filters, settings, title="runs where " + ", ".join(where or []),
                              filter_text=where or [])
+            result.findings = doctor_findings(store, filters, settings)
     except WhereError as error:
         fail(str(error))
     if not result.rows:

@@ -153,6 +153,13 @@ class Report:
     generated: str
     rows: dict[RowKey, Row] = field(default_factory=dict, repr=False)
     regressions: list = field(default_factory=list)  # analysis.regressions.Regression, for a campaign's report
+    #: the doctor's findings as plain data, handed in by the caller (the doctor comes after the report):
+    #: ((scope, stack), (approach, variant)) -> [{title, verdict, rule, source, evidence}]
+    findings: dict = field(default_factory=dict)
+
+    def findings_of(self, row, column) -> list[dict]:
+        """The findings of one matrix cell (a StackRow and a Column)."""
+        return self.findings.get((row.key, (column.approach, column.variant)), [])
 
     @property
     def results(self) -> int:

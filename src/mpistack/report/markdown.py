@@ -12,6 +12,7 @@ from ..analysis.answers import where_slow
 from ..analysis.classes import format_size
 from ..analysis.matrix import LEGEND, placement_text
 from ..spec.benchmarks import metric_of
+from ..parsers.transport import describe_transport
 from .data import Report
 
 
@@ -29,6 +30,7 @@ def template_context(report: Report) -> dict:
         "floor": report.settings.floor.describe(higher_is_better=False),
         "small_below": format_size(report.settings.ranges.small_below),
         "large_from": format_size(report.settings.ranges.large_from),
+        "transport": describe_transport,
     }
 
 
