@@ -170,6 +170,7 @@ def test_pip_block(seed_stack, x86_64):
     step = B.PipMpiBlock(seed_stack("pip-mpich")).step()
     assert step.commands == [
         "export PIP_CONFIG_FILE=/etc/mpistack/pip/pip.conf",
+        "if [ -f /run/secrets/mpistack-pip.conf ]; then export PIP_CONFIG_FILE=/run/secrets/mpistack-pip.conf; fi",
         f"printf '%s\\n' 'mpich==4.3.2 --hash=sha256:{MPICH_4_3_2_X86_64}' > /etc/mpistack/pip/requirements.txt",
         "python3 -m venv /opt/mpi",
         "/opt/mpi/bin/pip install --no-cache-dir --require-hashes --only-binary=:all: "

@@ -66,6 +66,8 @@ class Step:
     env: dict[str, str] = field(default_factory=dict)
     copies: list[str] = field(default_factory=list)          # paths copied to the final stage
     pin: Pinned | None = None
+    # build secrets the RUN may mount, (id, path in the build): mounted only when the build supplies them
+    secrets: list[tuple[str, str]] = field(default_factory=list)
 
 
 def fetch_context(pin: Pinned, dir: str) -> dict:
