@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
-"""Speed of the standard mpistack-bench sweep: one launch per test with OSU's fixed counts
-versus one suite launch, fixed versus adaptive (--stop ci:REL).
+"""Speed of the standard mpistack-bench sweep: OSU-style launches (one per test, OSU's fixed
+counts) against one adaptive suite launch (--stop ci:REL), paired and interleaved.
 
-Prints a table per test and size (fixed OSU figure and median vs the adaptive run, and as a
-noise floor the fixed-count median of the per-test launch vs that of the suite launch) and the
-wall times with speed-ups. Standard library only; run by `make -C bench sweep`."""
+Each round runs both arms, alternating which goes first, so that both see the same machine
+state (launches on a shared machine fall into fast and slow modes for seconds at a time). The
+report gives, per test and size, the median over rounds of the fixed-count medians and of the
+adaptive medians, the spread of the fixed-count medians between rounds (the launch-to-launch
+noise), and whether the adaptive median lies within that noise; then the wall times of each
+arm (median and range over rounds) and the speed-up, as the ratio of the medians and per round.
+Standard library only; run by `make -C bench sweep`."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -18,14 +23,16 @@ import time
 from pathlib import Path
 
 TESTS = ["latency", "bw", "bibw", "allreduce", "alltoall"]
+GOAL_SPEEDUP = 3.0
 
 
 def launch(cmd: list[str]) -> float:
+    """Wall seconds of one launch; stops the sweep with the command and its stderr on failure."""
     env = dict(os.environ)
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     if env.get("UCX_TLS") == "":
-        del env["UCX_TLS"]
+        del env["UCX_TLS"]  # an empty UCX_TLS makes MPICH abort in MPI_Init
     t0 = time.monotonic()
     proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                           env=env)
@@ -36,20 +43,93 @@ def launch(cmd: list[str]) -> float:
 
 
 def load(path: Path) -> dict:
-    doc = json.loads(path.read_text())
-    return {r["size"]: r for r in doc["results"]}
+    """size -> result row of one mpistack-bench JSON document"""
+    try:
+        doc = json.loads(path.read_text())
+        return {r["size"]: r for r in doc["results"]}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        sys.exit(f"{path}: not an mpistack-bench result document ({exc})")
+
+
+def spread(values: list[float]) -> str:
+    return f"{min(values):.2f}-{max(values):.2f}"
+
+
+def run_rounds(a, tests: list[str], base: list[str], extra: list[str], out: Path):
+    """Both arms per round, alternating the order; returns their wall times per round."""
+    fixed_walls, adapt_walls = [], []
+    for r in range(a.rounds):
+        def fixed() -> float:
+            return sum(launch(base + [t, "--json", str(out / f"fixed{r}.{t}.json")] + extra)
+                       for t in tests)
+
+        def adaptive() -> float:
+            return launch(base + ["--suite", ",".join(tests), "--stop", a.stop]
+                          + (["--stop-min", str(a.stop_min)] if a.stop_min else [])
+                          + ["--json", str(out / f"adapt{r}.json")] + extra)
+
+        if r % 2 == 0:
+            fixed_walls.append(fixed())
+            adapt_walls.append(adaptive())
+        else:
+            adapt_walls.append(adaptive())
+            fixed_walls.append(fixed())
+        print(f"# round {r + 1}/{a.rounds}: fixed {fixed_walls[-1]:.2f} s, "
+              f"adaptive {adapt_walls[-1]:.2f} s", flush=True)
+    return fixed_walls, adapt_walls
+
+
+def compare_medians(a, tests: list[str], out: Path) -> tuple[int, int, list]:
+    """Prints the per-size table; returns (sizes within noise, sizes, worst rows)."""
+    hdr = (f"{'test':<10} {'size':>8} {'fixed it':>8} {'adapt it':>8} {'fixed median':>13}"
+           f" {'adapt median':>13} {'diff %':>8} {'noise %':>8} {'within':>6}")
+    print()
+    print("# medians: median over rounds; noise: range of the fixed-count medians over rounds,")
+    print(f"# in % of their median; within: adaptive median inside that range widened by"
+          f" {100 * a.tolerance:g}%")
+    print(hdr)
+    print("-" * len(hdr))
+    within, total, worst = 0, 0, []
+    for t in tests:
+        fixed = [load(out / f"fixed{r}.{t}.json") for r in range(a.rounds)]
+        adapt = [load(out / f"adapt{r}.{t}.json") for r in range(a.rounds)]
+        for size in fixed[0]:
+            fmeds = [f[size]["stats"]["median"] for f in fixed]
+            ameds = [d[size]["stats"]["median"] for d in adapt]
+            fmed, amed = statistics.median(fmeds), statistics.median(ameds)
+            floor = a.tolerance * fmed
+            ok = min(fmeds) - floor <= amed <= max(fmeds) + floor
+            diff = 100.0 * (amed - fmed) / fmed if fmed else 0.0
+            noise = 100.0 * (max(fmeds) - min(fmeds)) / fmed if fmed else 0.0
+            fit = statistics.median(f[size]["iterations"] for f in fixed)
+            ait = statistics.median(d[size]["iterations"] for d in adapt)
+            within += ok
+            total += 1
+            if not ok:
+                worst.append((abs(diff), t, size, noise))
+            print(f"{t:<10} {size:>8} {fit:>8.0f} {ait:>8.0f} {fmed:>13.2f} {amed:>13.2f}"
+                  f" {diff:>+8.2f} {noise:>8.2f} {'yes' if ok else 'NO':>6}")
+    return within, total, sorted(worst, reverse=True)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default="build-sweep/mpistack-bench")
     ap.add_argument("--launch", default="mpiexec.mpich -n 2")
-    ap.add_argument("--stop", default="ci:0.02")
+    ap.add_argument("--stop", default="ci:0.03", help="adaptive stop rule (default ci:0.03)")
+    ap.add_argument("--stop-min", type=int, default=0,
+                    help="--stop-min of the adaptive launch (default: the binary's)")
     ap.add_argument("--tests", default=",".join(TESTS))
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="paired rounds, each running both arms (default 3, at least 2)")
     ap.add_argument("--extra", default="", help="extra options for every run, e.g. '-m 1:65536'")
-    ap.add_argument("--tolerance", type=float, default=0.03)
+    ap.add_argument("--tolerance", type=float, default=0.03,
+                    help="practical floor of the noise band, relative (default 0.03)")
     ap.add_argument("--keep", help="directory for the JSON documents (default: temporary)")
     a = ap.parse_args()
+    if a.rounds < 2:
+        ap.error("--rounds must be at least 2: the noise is the spread between fixed-count runs")
 
     tests = a.tests.split(",")
     base = shlex.split(a.launch) + [a.bin]
@@ -57,67 +137,31 @@ def main() -> int:
     out = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="mpistack-sweep-"))
     out.mkdir(parents=True, exist_ok=True)
 
-    print(f"# mpistack-bench sweep: {','.join(tests)}; launcher: {a.launch}; adaptive: {a.stop}")
-    uptime = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
-    print(f"# load average before: {' '.join(uptime)}; cores: {os.cpu_count()}")
-    walls = {}
-    walls["per-test launches, fixed counts"] = sum(
-        launch(base + [t, "--json", str(out / f"fixed.{t}.json")] + extra) for t in tests)
-    walls["one suite launch, fixed counts"] = launch(
-        base + ["--suite", ",".join(tests), "--json", str(out / "suite.json")] + extra)
-    walls["per-test launches, adaptive"] = sum(
-        launch(base + [t, "--stop", a.stop, "--json", str(out / f"adapt1.{t}.json")] + extra)
-        for t in tests)
-    walls["one suite launch, adaptive"] = launch(
-        base + ["--suite", ",".join(tests), "--stop", a.stop,
-                "--json", str(out / "adapt.json")] + extra)
+    print(f"# mpistack-bench sweep: {','.join(tests)}; launcher: {a.launch}; adaptive: {a.stop}"
+          f"{f' --stop-min {a.stop_min}' if a.stop_min else ''}; rounds: {a.rounds}")
+    load_avg = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() \
+        else []
+    print(f"# load average before: {' '.join(load_avg)}; cores: {os.cpu_count()}")
+    fixed_walls, adapt_walls = run_rounds(a, tests, base, extra, out)
+    within, total, worst = compare_medians(a, tests, out)
 
-    hdr = (f"{'test':<10} {'size':>8} {'fixed it':>8} {'fixed figure':>13} {'fixed median':>13}"
-           f" {'adapt it':>8} {'adapt median':>13} {'adapt figure':>13} {'vs fig %':>8}"
-           f" {'vs med %':>8} {'noise %':>8}")
+    fmed, amed = statistics.median(fixed_walls), statistics.median(adapt_walls)
+    paired = [f / d for f, d in zip(fixed_walls, adapt_walls)]
+    speed = fmed / amed
     print()
-    print(hdr)
-    print("-" * len(hdr))
-    diffs, mdiffs, ndiffs, fixed_it, adapt_it = [], [], [], 0, 0
-    for t in tests:
-        fixed = load(out / f"fixed.{t}.json")
-        adapt = load(out / f"adapt.{t}.json")
-        rerun = load(out / f"suite.{t}.json")  # the same fixed counts, second launch
-        for size, fr in fixed.items():
-            ar = adapt[size]
-            metric = next(iter(fr["values"]))
-            ffig, fmed = fr["values"][metric], fr["stats"]["median"]
-            amed, afig = ar["stats"]["median"], ar["values"][metric]
-            diff = 100.0 * (amed - ffig) / ffig if ffig else 0.0
-            dmed = 100.0 * (amed - fmed) / fmed if fmed else 0.0
-            diffs.append((abs(diff), t, size))
-            mdiffs.append(abs(dmed))
-            rmed = rerun[size]["stats"]["median"]
-            noise = 100.0 * (rmed - fmed) / fmed if fmed else 0.0
-            ndiffs.append(abs(noise))
-            fixed_it += fr["iterations"]
-            adapt_it += ar["iterations"]
-            print(f"{t:<10} {size:>8} {fr['iterations']:>8} {ffig:>13.2f} {fmed:>13.2f}"
-                  f" {ar['iterations']:>8} {amed:>13.2f} {afig:>13.2f} {diff:>+8.2f}"
-                  f" {dmed:>+8.2f} {noise:>+8.2f}")
-    print()
-    ref = walls["per-test launches, fixed counts"]
-    for k, v in walls.items():
-        print(f"{k:<34} {v:8.2f} s   speed-up x{ref / v:5.2f}")
-    print(f"timed iterations: fixed {fixed_it}, adaptive {adapt_it}")
-    within = sum(1 for d, _, _ in diffs if d <= 100 * a.tolerance)
-    mwithin = sum(1 for d in mdiffs if d <= 100 * a.tolerance)
-    worst = max(diffs)
-    print(f"\nadaptive median within {100 * a.tolerance:.0f}% of the fixed-count OSU figure: "
-          f"{within}/{len(diffs)} sizes (worst {worst[0]:.2f}% at {worst[1]} {worst[2]} B)")
-    print(f"adaptive median within {100 * a.tolerance:.0f}% of the fixed-count median: "
-          f"{mwithin}/{len(mdiffs)} sizes")
-    nwithin = sum(1 for d in ndiffs if d <= 100 * a.tolerance)
-    print(f"noise floor: fixed-count medians of two launches (per-test vs suite) within "
-          f"{100 * a.tolerance:.0f}%: {nwithin}/{len(ndiffs)} sizes")
-    speed = ref / walls["one suite launch, adaptive"]
-    goal = speed >= 3.0 and within == len(diffs)
-    print(f"goal (>= 3x and all within {100 * a.tolerance:.0f}%): {'met' if goal else 'NOT met'}")
+    print(f"{'OSU-style launches, fixed counts':<34} median {fmed:7.2f} s  (range "
+          f"{spread(fixed_walls)} s)")
+    print(f"{'one suite launch, adaptive':<34} median {amed:7.2f} s  (range "
+          f"{spread(adapt_walls)} s)")
+    print(f"speed-up: x{speed:.2f} (ratio of the medians); per round x"
+          + ", x".join(f"{p:.2f}" for p in paired)
+          + f" (median x{statistics.median(paired):.2f})")
+    print(f"adaptive medians within the fixed-count noise: {within}/{total} sizes"
+          + ("; outside: " + ", ".join(f"{t} {s} B ({d:.1f}% vs noise {n:.1f}%)"
+                                       for d, t, s, n in worst[:5]) if worst else ""))
+    goal = speed >= GOAL_SPEEDUP and within == total
+    print(f"goal (>= x{GOAL_SPEEDUP:g} and every median within the noise): "
+          f"{'met' if goal else 'NOT met'}")
     print(f"JSON documents in {out}")
     return 0
 

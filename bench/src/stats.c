@@ -13,11 +13,15 @@ int cmp_double(const void *a, const void *b)
 
 /* 95% confidence interval of the median from order statistics
  * (Le Boudec, "Performance Evaluation of Computer and Communication Systems",
- * Thm 2.1 / Table A.1): with n samples sorted x(1) <= ... <= x(n), the interval
- * [x(j), x(k)] with j = floor(n/2 - 0.98 sqrt(n)), k = ceil(n/2 + 1 + 0.98 sqrt(n))
- * covers the true median with probability >= 95% (normal approximation of the
- * binomial; valid for n >= 6). For n < 6 the interval is [min, max].
+ * Thm 2.1 and Table A.1): with n samples sorted x(1) <= ... <= x(n), [x(j), x(n+1-j)] covers the
+ * true median with probability 1 - 2 P(B <= j-1), B ~ Binomial(n, 1/2). Up to EXACT_CI_MAX
+ * samples j is the largest index with P(B <= j-1) <= 2.5%, computed exactly (Table A.1: n = 6
+ * gives [x(1), x(6)], n = 10 gives [x(2), x(9)], n = 20 gives [x(6), x(15)]); the normal
+ * approximation j = floor(n/2 - 0.98 sqrt(n)), k = ceil(n/2 + 1 + 0.98 sqrt(n)), one rank
+ * wider at small n, is used beyond. For n < 6 no interval reaches 95%: [min, max].
  * Returned as 0-based indices. */
+#define EXACT_CI_MAX 70
+
 void median_ci_ranks(long n, long *lo, long *hi)
 {
     if (n < 6) {
@@ -25,9 +29,22 @@ void median_ci_ranks(long n, long *lo, long *hi)
         *hi = n > 0 ? n - 1 : 0;
         return;
     }
-    double s = 0.98 * sqrt((double)n);
-    long j = (long)floor(n / 2.0 - s);
-    long k = (long)ceil(n / 2.0 + 1.0 + s);
+    long j, k;
+    if (n <= EXACT_CI_MAX) {
+        /* P(B = i) from P(B = 0) = 2^-n, multiplied by (n - i) / (i + 1); exact in doubles */
+        double p = ldexp(1.0, (int)-n), below = p;
+        j = 1;
+        for (long i = 0; below + p * (double)(n - i) / (double)(i + 1) <= 0.025; i++) {
+            p *= (double)(n - i) / (double)(i + 1);
+            below += p;
+            j = i + 2;
+        }
+        k = n + 1 - j;
+    } else {
+        double s = 0.98 * sqrt((double)n);
+        j = (long)floor(n / 2.0 - s);
+        k = (long)ceil(n / 2.0 + 1.0 + s);
+    }
     if (j < 1)
         j = 1;
     if (k > n)
