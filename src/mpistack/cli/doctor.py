@@ -55,7 +55,7 @@ def doctor(
         if family is not None and family not in ("mpich", "openmpi"):
             fail(f"{name} {family!r}: expected mpich or openmpi")
 
-    findings, looked_at = [], []
+    findings, looked_at, configurations = [], [], None
     if image is not None:
         from ..doctor.system import probe_image
         from ..engines import EngineError
@@ -67,7 +67,7 @@ def doctor(
         looked_at.append(facts.where)
         findings = diagnose("image", facts)
     elif run_id is not None or campaign is not None:
-        findings, looked_at = _stored(run_id, campaign, db)
+        findings, looked_at, configurations = _stored(run_id, campaign, db)
     elif stack is not None:
         findings, looked_at = _plan(stack, approach, ranks, host_mpi, settings)
     else:
@@ -82,13 +82,16 @@ def doctor(
             findings += diagnose("host", facts)
     if as_json:
         print(json.dumps(to_json(findings, looked_at), indent=2))
+    elif configurations is not None:
+        _print_by_configuration(findings, looked_at, configurations)
     else:
         _print(findings, looked_at)
     raise typer.Exit(exit_status(findings))
 
 
 def _stored(run_id, campaign, db):
-    from ..doctor import diagnose_runs
+    """Findings on stored runs, what was looked at, and per configuration the transport its runs recorded."""
+    from ..doctor import configuration_transports, diagnose_runs
     from ..store.campaigns import campaign_name, latest_campaign
     from ..store.query import Where, run_record
 
@@ -96,11 +99,13 @@ def _stored(run_id, campaign, db):
     if run_id is not None:
         if run_record(store, run_id) is None:
             fail(f"no run #{run_id} in {db_name(db)}")
-        return diagnose_runs(store, [Where("run", "=", run_id)]), [f"run {run_id}"]
+        filters = [Where("run", "=", run_id)]
+        return diagnose_runs(store, filters), [f"run {run_id}"], configuration_transports(store, filters)
     number = int(campaign) if campaign.isdigit() else latest_campaign(store, campaign)
     if number is None or campaign_name(store, number) is None:
         fail(f"no campaign {campaign!r} in {db_name(db)}")
-    return diagnose_runs(store, [Where("campaign", "=", number)]), [f"campaign #{number}"]
+    filters = [Where("campaign", "=", number)]
+    return diagnose_runs(store, filters), [f"campaign #{number}"], configuration_transports(store, filters)
 
 
 def _plan(stack_name, approach, ranks, host_mpi, env):
@@ -132,26 +137,88 @@ def _plan(stack_name, approach, ranks, host_mpi, env):
     return diagnose("plan", subject), [subject.where]
 
 
-def _print(findings, looked_at) -> None:
+def _indented(text: str, style: str = "", by: int = 9) -> None:
     from rich.padding import Padding
     from rich.text import Text
 
-    def indented(text: str, style: str = "") -> None:
-        out.print(Padding(Text(text, style=style), (0, 0, 0, 9)), highlight=False)
+    out.print(Padding(Text(text, style=style), (0, 0, 0, by)), highlight=False)
+
+
+def transport_line(transport: dict, confinement: str) -> str:
+    """What a configuration's MPI said it used under one confinement, on one line: layer and transports,
+    provider, single-copy mechanism."""
+    if not transport.get("layer") and not transport.get("transports") and not transport.get("provider"):
+        return f"transport ({confinement}): {transport.get('note') or 'not recorded'}"
+    line = " ".join(part for part in (transport.get("layer"), transport.get("transports")) if part)
+    provider = f"; provider {transport['provider']}" if transport.get("provider") else ""  # libfabric's only
+    return f"transport ({confinement}): {line}{provider}; single-copy {transport.get('single_copy') or '-'}"
+
+
+def _configuration(cell) -> str:
+    scope, stack, approach, variant = cell
+    return f"{stack} {approach}" + ("" if variant == "default" else f"+{variant}") + f" ({scope})"
+
+
+def _print_by_configuration(findings, looked_at, transports) -> None:
+    """Stored runs: per configuration its recorded transport, then its findings, each cause once (with the runs
+    it was found in) rather than once per launch."""
+    from rich.text import Text
+
+    out.print(Text.assemble(("mpistack doctor", "bold"), ": ", ", ".join(looked_at)), highlight=False)
+    cells = list(dict.fromkeys([*transports, *(f.cell for f in findings if f.cell is not None)]))
+    for cell in [*cells, None]:
+        mine = [f for f in findings if f.cell == cell]
+        if cell is None and not mine:
+            continue
+        if cell is not None:
+            out.print(Text(_configuration(cell), style="bold"), highlight=False)
+            for confinement, transport in (transports.get(cell) or {"not recorded": {}}).items():
+                _indented(transport_line(transport, confinement), "cyan", by=2)
+        merged: dict = {}
+        for finding in mine:
+            merged.setdefault((finding.rule, finding.verdict, finding.title), []).append(finding)
+        for group in merged.values():
+            subjects = [f.subject for f in group if f.subject]
+            _print_finding(group[0], looked_at, f"in {_runs(subjects)}" if subjects else "")
+    _print_counts(findings)
+
+
+def _runs(subjects: list[str]) -> str:
+    """``run 1 (...)``, ``run 3 (...)`` -> ``runs 1, 3 (...)``; other subjects as they are."""
+    numbers = [subject.split()[1] for subject in subjects if subject.startswith("run ")]
+    if len(subjects) > 1 and len(numbers) == len(subjects):
+        rest = subjects[0].split(" ", 2)[2] if subjects[0].count(" ") >= 2 else ""
+        return f"runs {', '.join(numbers)} {rest}".rstrip()
+    return "; ".join(dict.fromkeys(subjects))
+
+
+def _print(findings, looked_at) -> None:
+    from rich.text import Text
 
     out.print(Text.assemble(("mpistack doctor", "bold"), ": ", ", ".join(looked_at)), highlight=False)
     for finding in findings:
-        style = STYLE[finding.verdict]
-        out.print(Text.assemble((f"{finding.verdict:>7}", style), "  ", finding.title), highlight=False)
-        if finding.verdict == "ok":
-            continue
-        if finding.subject and finding.subject not in looked_at:
-            indented(f"in {finding.subject}", "dim")
+        where = f"in {finding.subject}" if finding.subject and finding.subject not in looked_at else ""
+        _print_finding(finding, looked_at, where)
+    _print_counts(findings)
+
+
+def _print_finding(finding, looked_at, where: str) -> None:
+    from rich.text import Text
+
+    indented = _indented
+    style = STYLE[finding.verdict]
+    out.print(Text.assemble((f"{finding.verdict:>7}", style), "  ", finding.title), highlight=False)
+    if finding.verdict != "ok":
+        if where:
+            indented(where, "dim")
         indented(finding.meaning)
         if finding.fix:
             indented(f"fix: {finding.fix}", "bold")
         for key, value in finding.to_dict()["evidence"].items():
             indented(f"{key}: {value if isinstance(value, str) else json.dumps(value)}", "dim")
         indented(f"rule {finding.rule}; source: {finding.source}", "dim")
+
+
+def _print_counts(findings) -> None:
     counts = {verdict: sum(f.verdict == verdict for f in findings) for verdict in STYLE}
     out.print(f"{counts['problem']} problem(s), {counts['warning']} warning(s), {counts['ok']} ok", highlight=False)

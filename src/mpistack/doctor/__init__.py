@@ -4,6 +4,7 @@ fix, its public source and the evidence that triggered it.
 
     diagnose_runs(engine, filters)   -> findings on stored runs and their results
     cell_findings(engine, filters)   -> the same, as plain data per compatibility-matrix cell (for the report)
+    configuration_transports(...)    -> per configuration (matrix cell), the transport its runs recorded
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from collections import defaultdict
 
 from .model import GROUPS, VERDICTS, Finding, diagnose, exit_status, rules_of, to_json
 
-__all__ = ["GROUPS", "VERDICTS", "Finding", "cell_findings", "diagnose", "diagnose_runs", "exit_status", "rules_of",
-           "to_json"]
+__all__ = ["GROUPS", "VERDICTS", "Finding", "cell_findings", "configuration_transports", "diagnose", "diagnose_runs",
+           "exit_status", "rules_of", "to_json"]
 
 
 def diagnose_runs(engine, filters, settings=None) -> list[Finding]:
@@ -24,6 +25,22 @@ def diagnose_runs(engine, filters, settings=None) -> list[Finding]:
     runs, performance = load(engine, filters, settings or Settings())
     found = [finding for run in runs for finding in diagnose("runs", run)]
     return found + diagnose("performance", performance)
+
+
+def configuration_transports(engine, filters) -> dict[tuple[str, str, str, str], dict[str, dict]]:
+    """Per configuration, as ``Finding.cell`` names it, and per confinement its containers ran under (a cell may
+    hold two: podman's default and single-copy rights), the transport its runs recorded: the first run's that
+    recorded one (a probe runs once per configuration), else ``{}``."""
+    from ..store.query import run_diagnostics
+    from .rules.runs import confinement_of, run_cell
+
+    found: dict = {}
+    for run in run_diagnostics(engine, filters):
+        mine = found.setdefault(run_cell(run), {})
+        confinement = confinement_of(run)
+        if not mine.get(confinement):
+            mine[confinement] = {key: value for key, value in (run.get("transport") or {}).items() if value}
+    return found
 
 
 def cell_findings(engine, filters, settings=None) -> dict:

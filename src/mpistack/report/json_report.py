@@ -1,6 +1,7 @@
 """report.json: the campaign, the analysis settings, every answer (``Answer.to_dict``), the compatibility matrix
-(one object per cell) and the failed runs. Not-a-number (a confidence interval from a single launch) is written
-as null, so that the file is valid JSON. Lists are written one item per line: readable, diffable, and fast (each
+(one object per cell), the failed runs, the transport each stack and approach recorded and the doctor's
+findings. Not-a-number (a confidence interval from a single launch) is written as null, so that the file is valid
+JSON. Lists are written one item per line: readable, diffable, and fast (each
 item goes through the C encoder; an indented dump of a whole store's answers would take seconds)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import math
 from ..analysis.bulk import collector_paused
 from .data import Report
 
-_LISTS = ("answers", "matrix", "failures")
+_LISTS = ("answers", "matrix", "failures", "transports")
 
 
 def _finite(value):
@@ -41,6 +42,11 @@ def _report_values(report: Report) -> dict:
                       "buffers": failure.key.buffers, "reason": failure.reason, "count": failure.count,
                       "launches": failure.launches} for failure in report.failures],
         "regressions": [regression.to_dict() for regression in report.regressions],
+        # what each stack and approach's MPI said it used (its first run's probe): the evidence the findings rest on
+        "transports": [{"scope": entry.scope, "stack": entry.stack, "column": entry.column, "runs": entry.runs,
+                        "transport": entry.first.get("transport") or {}} for entry in report.provenance],
+        "findings": [{"scope": scope, "stack": stack, "approach": approach, "variant": variant, "findings": found}
+                     for ((scope, stack), (approach, variant)), found in report.findings.items()],
     }
 
 

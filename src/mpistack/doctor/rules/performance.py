@@ -14,6 +14,11 @@ from ..model import rule
 #: hook against about 24000 MB/s with it.
 TYPICAL_TCP_MBPS = 5000.0
 FABRIC_FACTOR = 3.0  # a comparable row this many times faster shows what the network could do
+#: Without a native shared-memory row of the same stack, what small messages take between ranks of one node over
+#: shared memory: measured here, Debian MPICH 4.0.2 over UCX (sysv/cma) 0.13 to 0.55 us at 1 B, against about 6 us
+#: with UCX_TLS=tcp; the OSU intra-node latencies published for current CPUs are below 1 us as well.
+TYPICAL_SHM_LATENCY_US = 1.0
+LATENCY_FACTOR = 4.0  # small-message latency this many times the shared-memory figure is TCP's, not memory's
 
 
 def _cell(key):
@@ -77,6 +82,66 @@ def tcp_class(rule, perf: Performance):
             "or efa provider in the container, or a provider forced to tcp).",
             "Check the provider inside the container (fi_info -p cxi exits 61 when cxi is absent); bring the host's "
             "libfabric and /dev/cxi* in (the CSCS CXI hook: com.hooks.cxi.enabled = \"true\").",
+            subject=_subject(key), cell=_cell(key), **evidence)
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def _small_medians(row, small_below: int) -> dict:
+    """Per size below the eager range (sizeless counts as small), the median over the row's launches."""
+    return {size: _median(values) for size, values in row.figures.items()
+            if values and (size is None or size < small_below)}
+
+
+@rule("tcp-class-latency", "performance",
+      "measured here: Debian MPICH 4.0.2 over UCX 1.13.1, 1 B latency 0.13-0.55 us over sysv/cma and about 6 us with "
+      "UCX_TLS=tcp; UCX transport selection (https://openucx.readthedocs.io/en/master/faq.html)",
+      "small-message latency between ranks of one node far above the same stack's shared-memory figure natively "
+      "(else a typical one), decided by the transport the run recorded when it recorded one")
+def tcp_class_latency(rule, perf: Performance):
+    small_below = perf.settings.ranges.small_below
+    for row in perf.rows.values():
+        key = row.key
+        if key.metric != "latency" or (key.nodes or 1) > 1 or not row.launches:
+            continue
+        network = perf.transport_of(row).get("network")
+        if network not in (None, "tcp"):
+            continue  # its MPI said it used shared memory (or a fabric): a slow row is not TCP's doing
+        own = _small_medians(row, small_below)
+        basis_row = perf.rows.get(key.with_(approach="native", variant=row.variant_baseline))
+        basis = _small_medians(basis_row, small_below) if basis_row is not None and basis_row is not row \
+            and perf.transport_of(basis_row).get("network") != "tcp" else {}
+        common = sorted(set(own) & set(basis), key=lambda size: -1 if size is None else size)
+        if common:
+            latency, reference = _median([own[size] for size in common]), _median([basis[size] for size in common])
+            described = (f"{key.stack} native" + ("" if row.variant_baseline == "default" else
+                                                  f"+{row.variant_baseline}") + f": {reference:.2f} us")
+        elif own:
+            latency, reference = _median(list(own.values())), TYPICAL_SHM_LATENCY_US
+            described = f"typical shared memory: below {TYPICAL_SHM_LATENCY_US:g} us"
+        else:
+            continue
+        if latency < LATENCY_FACTOR * reference:
+            continue
+        transport = perf.transport_of(row)
+        recorded = network == "tcp"
+        evidence = {"small_latency_us": round(latency, 3), "shared_memory_basis": described,
+                    "ratio": round(latency / reference, 1),
+                    "recorded_transport": (transport.get("transports") or transport.get("provider") or "tcp")
+                    if recorded else "not recorded"}
+        yield rule.finding(
+            "problem" if recorded else "warning",
+            f"TCP-class latency on one node: {latency:.2f} us" + (" (recorded: tcp)" if recorded else ""),
+            "Ranks that share a node take TCP's latency, not shared memory's: " + (
+                "the run's MPI said it used TCP." if recorded else
+                "no transport was recorded, so this rests on the figures alone (oversubscribed busy-polling ranks "
+                "are slow too)."),
+            "Let the MPI use shared memory between local ranks: unset UCX_TLS or include sm/shm in it (and "
+            "FI_PROVIDER, MPIR_CVAR_NOLOCAL); in containers share IPC (--ipc host) and /dev/shm.",
             subject=_subject(key), cell=_cell(key), **evidence)
 
 

