@@ -81,13 +81,18 @@ def first_error_line(execution: Execution) -> str:
 
 def evidence(mpi: str, launch: LaunchPlan, execution: Execution) -> dict[str, str]:
     """The transport record of a probe that ended (or a note saying why it tells nothing)."""
-    if execution.timed_out:
-        return failed(mpi, f"no answer within {PROBE_TIMEOUT:g} s")
     if execution.interrupted:
         return failed(mpi, "interrupted")
+    found = parse_transport(f"{execution.stdout}\n{execution.stderr}", mpi)
+    if execution.timed_out:
+        # a library that hangs in MPI_Finalize has already said what it used: keep that, and say it hung
+        hung = f"probe failed: no answer within {PROBE_TIMEOUT:g} s"
+        if set(found) <= {"mpi"}:
+            return failed(mpi, f"no answer within {PROBE_TIMEOUT:g} s")
+        return {"probe": describe(mpi), **found, "note": (f"{found['note']}; {hung}" if found.get("note")
+                                                          else hung)[:300]}
     if execution.exit_code != 0:
         return failed(mpi, f"exit status {execution.exit_code}: {first_error_line(execution)}")
-    found = parse_transport(f"{execution.stdout}\n{execution.stderr}", mpi)
     if set(found) <= {"mpi"}:
         return {"probe": describe(mpi), "mpi": mpi, "note": "the library printed no transport lines"}
     nolocal = launch.env.get("MPIR_CVAR_NOLOCAL") == "1" or "MPIR_CVAR_NOLOCAL=1" in launch.argv
