@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from secrets import token_hex  # (not `import secrets`: `build` takes a parameter of that name)
 from pathlib import Path
+
+from .containment import Job
+
+#: seconds a container (and a job's processes) get between SIGTERM and SIGKILL when a limit or a signal ends
+#: them: a program that ignores SIGTERM costs this, not the engine's default of 10 s
+STOP_GRACE_SECONDS = 2
 
 
 class EngineError(RuntimeError):
@@ -34,6 +44,7 @@ class RunResult:
     stdout: str
     stderr: str
     seconds: float
+    timed_out: bool = False  # ended, with its container, when its limit passed
 
 
 # Podman confinement that lets ranks in containers attach each other's memory (CMA, single copy):
@@ -116,12 +127,53 @@ class Engine:
     def image_exists(self, tag: str) -> bool:
         return self._run(["image", "inspect", tag], check=False).returncode == 0
 
-    def remove_containers(self, label: str) -> int:
-        """Remove every container, running or not, that carries this label (key=value); returns how many."""
+    def existing_images(self, tags: Sequence[str]) -> set[str]:
+        """Which of ``tags`` are images here, in one `image inspect` (it answers for those it finds and fails for
+        the rest). EngineError when the engine is not installed."""
+        if not tags:
+            return set()
+        proc = self._run(["image", "inspect", "--format", "{{json .RepoTags}}", *tags], check=False)
+        found: set[str] = set()
+        for line in proc.stdout.splitlines():
+            with contextlib.suppress(ValueError):
+                found.update(json.loads(line) or [])
+        return found & set(tags)
+
+    def force_remove_args(self) -> list[str]:
+        """What makes `rm -f` kill a running container at once (docker's does; podman's waits 10 s)."""
+        return []
+
+    def remove_containers(self, label: str, grace: float = 0) -> int:
+        """Remove every container, running or not, that carries this label (key=value); returns how many.
+        `grace`: seconds a running container has between SIGTERM and SIGKILL (0: SIGKILL at once)."""
         ids = self._run(["ps", "-aq", "--filter", f"label={label}"], check=False).stdout.split()
+        if ids and grace > 0:
+            self._run(["stop", "--time", str(max(1, round(grace))), *ids], check=False)
         if ids:
-            self._run(["rm", "-f", *ids], check=False)
+            self._run(["rm", "-f", *self.force_remove_args(), *ids], check=False)
         return len(ids)
+
+    def end(self, job: Job, label: str | None, grace: float = STOP_GRACE_SECONDS) -> None:
+        """End a job's processes and the containers labelled `label` (mpistack.case=LABEL) together: SIGTERM
+        to all, SIGKILL to what is left after `grace` seconds, then remove what the job's processes were
+        still creating meanwhile."""
+        deadline = time.monotonic() + grace
+        job.signal(signal.SIGTERM)
+        containers = label is not None and self.available()
+        if containers:
+            self.remove_containers(f"mpistack.case={label}", grace)
+        job.wait_empty(max(0.0, deadline - time.monotonic()))
+        job.kill()
+        if containers:
+            self.remove_containers(f"mpistack.case={label}")
+
+    def build_containment_args(self, job: Job) -> list[str]:
+        """Flags that keep a build's step processes in the build's job."""
+        return []
+
+    def build_leftovers(self, job: Job, since: float) -> list[str]:
+        """Working containers an interrupted build left behind (none for engines that clean up)."""
+        return []
 
     def inspect(self, tag: str) -> dict:
         proc = self._run(["image", "inspect", tag])
@@ -150,23 +202,32 @@ class Engine:
 
     def build(self, context: Path, containerfile: Path, tag: str, *, labels: Mapping[str, str] | None = None,
               build_args: Mapping[str, str] | None = None, log_path: Path | None = None,
-              on_line: Callable[[str], None] | None = None, extra: Sequence[str] = ()) -> BuildResult:
-        """Build ``containerfile`` in ``context``; stream lines to ``on_line`` and to ``log_path``."""
+              on_line: Callable[[str], None] | None = None, extra: Sequence[str] = (),
+              secrets: Mapping[str, Path] | None = None) -> BuildResult:
+        """Build ``containerfile`` in ``context``; stream lines to ``on_line`` and to ``log_path``.
+        ``secrets``: build secrets {id: file}, for `RUN --mount=type=secret,id=ID` (the file's path is logged,
+        its content never)."""
         self._require()
         args = ["build", *self.build_args(), "-f", str(containerfile), "-t", tag]
         for key, value in (labels or {}).items():
             args += ["--label", f"{key}={value}"]
         for key, value in (build_args or {}).items():
             args += ["--build-arg", f"{key}={value}"]
+        for name, path in (secrets or {}).items():
+            args += ["--secret", f"id={name},src={path}"]
         args += [*extra, str(context)]
-        start = time.monotonic()
+        job = Job.create("build")
+        args[1:1] = self.build_containment_args(job)
+        start, since = time.monotonic(), time.time()
         tail: list[str] = []
+        proc: subprocess.Popen | None = None
         log = open(log_path, "w", encoding="utf-8") if log_path else None
         try:
             if log:
                 log.write("$ " + " ".join(self.command(*args)) + "\n")
-            proc = subprocess.Popen(self.command(*args), env=self.env(), stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True, bufsize=1)
+            proc = subprocess.Popen(self.command(*args), env={**self.env(), **job.environment()},
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                    preexec_fn=job.preexec(), start_new_session=True)
             assert proc.stdout is not None
             for line in proc.stdout:
                 if log:
@@ -176,9 +237,19 @@ class Engine:
                 if on_line:
                     on_line(line.rstrip("\n"))
             rc = proc.wait()
+        except BaseException:  # Ctrl-C or a signal made an exception: the build's steps and containers go too
+            self.end(job, None)
+            if proc is not None:
+                proc.wait()
+            for container in self.build_leftovers(job, since):
+                self._run(["rm", "-f", *self.force_remove_args(), container], check=False)
+            if log:
+                log.write("\n(interrupted: the build's processes and working containers were removed)\n")
+            raise
         finally:
             if log:
                 log.close()
+            job.close()
         seconds = time.monotonic() - start
         digest = self.inspect_digest(tag) if rc == 0 else None
         return BuildResult(tag=tag, ok=rc == 0, seconds=seconds, log_path=log_path, returncode=rc,
@@ -201,10 +272,32 @@ class Engine:
         return self.command(*args, spec.image, *spec.argv)
 
     def run(self, spec: ContainerRun, *, timeout: float | None = 600) -> RunResult:
-        """Run one container to its end (for `stack run` and image checks; campaigns use a launcher)."""
+        """Run one container to its end (for `stack run` and image checks; campaigns use a launcher). After
+        `timeout` seconds, or on an exception such as Ctrl-C, the container and every process of the run
+        end (RunResult.timed_out; the exception goes on)."""
         self._require()
+        if spec.label is None:  # a label of its own, to find the container whatever state the client is in
+            spec = dataclasses.replace(spec, label=f"run-{os.getpid()}-{token_hex(4)}")
         argv = self.run_argv(spec)
+        job = Job.create("run")
         start = time.monotonic()
-        proc = subprocess.run(argv, env=self.env(), capture_output=True, text=True, timeout=timeout)
-        return RunResult(argv=argv, returncode=proc.returncode, stdout=proc.stdout, stderr=proc.stderr,
-                         seconds=time.monotonic() - start)
+        timed_out = False
+        try:
+            proc = subprocess.Popen(argv, env={**self.env(), **job.environment()}, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, preexec_fn=job.preexec(),
+                                    start_new_session=True)
+            try:
+                stdout, stderr = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                self.end(job, spec.label)
+                stdout, stderr = proc.communicate()
+                stderr += f"(ended with its container after the limit of {timeout:g} s)\n"
+            except BaseException:
+                self.end(job, spec.label)
+                proc.wait()
+                raise
+        finally:
+            job.close()
+        return RunResult(argv=argv, returncode=proc.returncode, stdout=stdout, stderr=stderr,
+                         seconds=time.monotonic() - start, timed_out=timed_out)

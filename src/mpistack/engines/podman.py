@@ -10,6 +10,7 @@ OCI runtime ("" for podman's default).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 from ..cache import cache_dir
 from ..registry import ENGINES
 from .base import Engine
+from .containment import Job
 
 CONTAINERS_CONF = """\
 # Written by mpistack (engines/podman.py). Used only by the podman processes mpistack starts,
@@ -71,3 +73,39 @@ class PodmanEngine(Engine):
         # --network host: builds use apt and pip; --layers keeps the cache between stacks
         # --format docker: SHELL and other Dockerfile-only instructions are kept
         return ["--network", "host", "--layers", "--format", "docker"]
+
+    def force_remove_args(self) -> list[str]:
+        return ["--time", "0"]  # `rm -f` would otherwise wait 10 s for a container that ignores SIGTERM
+
+    def build_containment_args(self, job: Job) -> list[str]:
+        # the steps' processes (RUN) get cgroups of their own from runc, outside the build's job unless
+        # placed under it; an interrupted build leaves them running otherwise
+        path = job.cgroup_path()
+        return ["--cgroup-parent", f"{path}/steps"] if path else []
+
+    def build_leftovers(self, job: Job, since: float) -> list[str]:
+        """The working containers (buildah's, seen by `podman ps --external`) of a build that was ended: podman
+        4.3 leaves them on SIGINT and SIGTERM. A build's own are those its steps' cgroup names (recorded by
+        buildah with each); without a cgroup, those made since it started."""
+        listing = self._run(["ps", "--all", "--external", "--format", "json"], check=False)
+        try:
+            containers = json.loads(listing.stdout or "[]")
+        except ValueError:
+            return []
+        store = self._run(["info", "--format", "{{.Store.GraphRoot}} {{.Store.GraphDriverName}}"], check=False)
+        root, _, driver = store.stdout.strip().partition(" ")
+        steps = f"{job.cgroup_path()}/steps" if job.cgroup_path() else None
+        leftovers = []
+        for container in containers:
+            if container.get("State") != "storage" or container.get("Created", 0) < since - 1:
+                continue  # not a working container, or older than the build
+            if steps is not None:
+                state = Path(root) / f"{driver}-containers" / container["Id"] / "userdata" / "buildah.json"
+                try:
+                    parent = json.loads(state.read_text()).get("CommonBuildOpts", {}).get("CgroupParent")
+                except (OSError, ValueError):
+                    continue
+                if parent != steps:
+                    continue
+            leftovers.append(container["Id"])
+        return leftovers

@@ -13,7 +13,7 @@ from ..spec import catalogue
 from ..engines import BuildResult, get_engine
 from .baseimage import make_base_image
 from ..spec.stack import Stack
-from ..recipes.render import RecipeError, render, write_context
+from ..recipes.render import RecipeError, build_secrets, render, write_context
 
 
 def build_stack(stack: str | Stack, engine_name: str = "podman", *, log: Path | None = None, check: bool = True,
@@ -31,8 +31,13 @@ def build_stack(stack: str | Stack, engine_name: str = "podman", *, log: Path | 
     if spec.base.make and make_base and not engine.image_exists(spec.base.image):
         make_base_image(engine, spec.base.make)
     context = cache_dir() / "build" / spec.name
-    write_context(recipe, context)
-    log = log or cache_dir() / "logs" / f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    return engine.build(context, context / "Containerfile", spec.image_ref(), log_path=log,
-                        on_line=None if quiet else on_line, extra=["--no-cache"] if no_cache else [])
+    # pip's index credentials, if any: a build secret in a private file outside the context, removed afterwards
+    with build_secrets(spec, context) as secrets:
+        if secrets:
+            recipe = render(spec, secrets=secrets)
+        write_context(recipe, context)
+        log = log or cache_dir() / "logs" / f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        return engine.build(context, context / "Containerfile", spec.image_ref(), log_path=log,
+                            on_line=None if quiet else on_line, extra=["--no-cache"] if no_cache else [],
+                            secrets=secrets)

@@ -37,6 +37,7 @@ class Execution:
     started: datetime
     finished: datetime
     environment: dict[str, str]  # the RECORDED_ENV_PREFIXES settings it ran with
+    facts: dict[str, str] = field(default_factory=dict)  # recorded with the run (how its processes were contained)
 
     @property
     def seconds(self) -> float:

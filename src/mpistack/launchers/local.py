@@ -1,29 +1,31 @@
-"""local: launches on this machine. Each launch runs in a process session of its own under a hard
-limit; on expiry or interrupt the whole group gets SIGTERM, then SIGKILL after a grace period, and the
-containers carrying the case's label are removed.
+"""local: launches on this machine. Each launch is a job of its own (engines/containment.py: a cgroup, or
+where none can be made, a variable every process inherits) under a hard limit; on expiry or interrupt
+every process of the job (also those in sessions of their own, as Hydra's proxies and ranks are) and every
+container carrying the case's label get SIGTERM, then SIGKILL after a short grace. What a case leaves
+behind when it ends by itself is ended too.
 
-While a case runs, a marker file in the launcher's state directory names its session and label, so that
-what a killed mpistack left running (the session's processes, the label's containers) is found and ended
-when the campaign next starts (`end_leftovers`)."""
+While a case runs, a marker file in the launcher's state directory names its job and label, so that what a
+killed mpistack left running (the job's processes, the label's containers) is found and ended when the
+campaign next starts (`end_leftovers`)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shlex
-import signal
 import subprocess
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 from ..engines import Engine
+from ..engines.base import STOP_GRACE_SECONDS
+from ..engines.containment import Job
 from ..registry import LAUNCHERS
 from ..runtime import mpiexec_argv
 from ..spec.campaign import Placement
 from .base import Execution, LaunchPlan, PerRankStart, recorded_environment
 
-KILL_GRACE_SECONDS = 3
+KILL_GRACE_SECONDS = STOP_GRACE_SECONDS
 #: the host's launcher of each MPI (Debian installs both side by side)
 HOST_LAUNCHERS = {"mpich": "mpiexec.mpich", "openmpi": "mpirun.openmpi"}
 
@@ -44,90 +46,74 @@ class Mpiexec:
         return []
 
 
-def _stat(pid: int | str) -> list[str] | None:
-    """/proc/PID/stat after the command name: state, ppid, pgrp, session, ... (starttime is the 20th)."""
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def _session_members(session: int, since: int) -> list[int]:
-    """Processes of this session started no earlier than `since` (clock ticks after boot): the session's
-    leader may be gone, and a later process could have been given its number."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        fields = _stat(entry.name) if entry.name.isdigit() else None
-        if fields and int(fields[3]) == session and int(fields[19]) >= since:
-            members.append(int(entry.name))
-    return members
-
-
-def _end(pids: list[int]) -> None:
-    """SIGTERM (mpiexec ends its proxies and ranks), then SIGKILL what is left after the grace period."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + KILL_GRACE_SECONDS
-        while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in pids):
-            time.sleep(0.1)
-
-
-def _start_time(pid: int) -> int:
-    fields = _stat(pid)
-    return int(fields[19]) if fields else 0
-
-
 @LAUNCHERS.register("local", max_nodes=1, starter=Mpiexec())
 class LocalLauncher:
-    def __init__(self, engine: Engine | None = None, state_dir: Path | None = None):
+    def __init__(self, engine: Engine | None = None, state_dir: Path | None = None, cgroups: bool = True):
         self.engine = engine  # removes a killed case's containers
         self.state_dir = state_dir  # markers of the running case (None: none kept)
-        self._current: subprocess.Popen | None = None
-        self._current_label: str | None = None
+        self.cgroups = cgroups  # False: contain cases by their environment only (as where no cgroup can be made)
+        self._current: tuple[subprocess.Popen, Job, str | None] | None = None
         self._interrupted = False
 
     def execute(self, plan: LaunchPlan, timeout: float) -> Execution:
+        job = Job.create("case", cgroups=self.cgroups)
         env = {**os.environ, **plan.env}
         started = datetime.now(timezone.utc)
-        marker = self._mark(plan, None)  # before the start: a kill in between still names the label
-        process = subprocess.Popen(plan.argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   errors="replace", start_new_session=True)
-        self._mark(plan, process.pid)
-        self._current, self._current_label, self._interrupted = process, plan.label, False
+        marker = self._mark(plan, job)  # before the start: a kill in between still names the job and label
+        try:
+            process = subprocess.Popen(plan.argv, env={**env, **job.environment()}, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True,
+                                       preexec_fn=job.preexec())
+        except BaseException:
+            job.close()
+            if marker is not None:
+                marker.unlink(missing_ok=True)
+            raise
+        self._current, self._interrupted = (process, job, plan.label), False
         timed_out = False
         try:
             stdout, stderr = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            self._kill(process, plan.label)
+            self._kill(process, job, plan.label)
             stdout, stderr = process.communicate()
         finally:
             self._current = None
+        try:
+            if not timed_out and not self._interrupted:
+                self._end_rest(job, plan.label)  # what the case left running when it ended by itself
+        finally:
+            job.close()
             if marker is not None:
                 marker.unlink(missing_ok=True)
         ended_by_itself = not timed_out and not self._interrupted
+        facts = {"containment": job.mechanism}
+        if job.mechanism != "cgroup":
+            facts["containment_note"] = job.note
         return Execution(exit_code=process.returncode if ended_by_itself else None, timed_out=timed_out,
                          interrupted=self._interrupted, stdout=stdout, stderr=stderr, started=started,
-                         finished=datetime.now(timezone.utc), environment=recorded_environment(env))
+                         finished=datetime.now(timezone.utc), environment=recorded_environment(env), facts=facts)
 
-    def _mark(self, plan: LaunchPlan, pid: int | None) -> Path | None:
+    def _end_rest(self, job: Job, label: str | None) -> None:
+        if job.members():
+            self._kill(None, job, label)
+        elif label and self.engine is not None and self.engine.available():
+            self.engine.remove_containers(f"mpistack.case={label}", KILL_GRACE_SECONDS)
+
+    def _mark(self, plan: LaunchPlan, job: Job) -> Path | None:
         if self.state_dir is None:
             return None
         self.state_dir.mkdir(parents=True, exist_ok=True)
         marker = self.state_dir / f"running-{os.getpid()}.json"
         temporary = marker.with_suffix(".part")
         temporary.write_text(json.dumps({"label": plan.label, "command": shlex.join(plan.argv)[:200],
-                                         "session": pid, "since": _start_time(pid) if pid else 0}))
+                                         **job.record()}))
         temporary.replace(marker)
         return marker
 
     def end_leftovers(self) -> list[str]:
-        """End what earlier, killed runs left running: each marker's session and containers. Returns what
-        was ended, for the user to read."""
+        """End what earlier, killed runs left running: each marker's job (its processes) and containers.
+        Returns what was ended, for the user to read."""
         ended = []
         for marker in sorted(self.state_dir.glob("running-*.json")) if self.state_dir else []:
             if int(marker.stem.split("-")[1]) == os.getpid():
@@ -137,11 +123,12 @@ class LocalLauncher:
             except (OSError, ValueError):
                 marker.unlink(missing_ok=True)
                 continue
-            if left.get("session"):
-                members = _session_members(left["session"], left.get("since", 0))
-                _end(members)
-                if members:
-                    ended.append(f"{len(members)} process(es) of `{left.get('command')}` (session {left['session']})")
+            if left.get("job"):  # every process of the case, wherever its session
+                job = Job.from_record(left)
+                count = job.end(KILL_GRACE_SECONDS)
+                job.close()
+                if count:
+                    ended.append(f"{count} process(es) of `{left.get('command')}` (job {left['job']})")
             if left.get("label") and self.engine is not None and self.engine.available():
                 removed = self.engine.remove_containers(f"mpistack.case={left['label']}")
                 if removed:
@@ -152,18 +139,13 @@ class LocalLauncher:
     def interrupt(self) -> None:
         self._interrupted = True
         if self._current is not None:
-            self._kill(self._current, self._current_label)
+            self._kill(*self._current)
 
-    def _kill(self, process: subprocess.Popen, label: str | None) -> None:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(process.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                process.wait(timeout=KILL_GRACE_SECONDS)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        if label and self.engine is not None and self.engine.available():
-            self.engine.remove_containers(f"mpistack.case={label}")
+    def _kill(self, process: subprocess.Popen | None, job: Job, label: str | None) -> None:
+        """Every process of the case and its containers: SIGTERM, then SIGKILL after the grace period."""
+        if self.engine is not None:
+            self.engine.end(job, label, KILL_GRACE_SECONDS)
+        else:
+            job.end(KILL_GRACE_SECONDS)
+        if process is not None:
+            process.wait()
