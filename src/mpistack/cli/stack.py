@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -30,35 +32,66 @@ def _load(name: str):
         raise typer.Exit(2) from None
 
 
-def _print_findings(findings: list, verbose: bool = False) -> None:
+def _print_findings(findings: list, verbose: bool = False, console=err) -> None:
     colour = {"error": "red", "warning": "yellow", "info": "cyan"}
     for f in findings:
-        err.print(f"[{colour[f.severity]}]{f.severity}[/]: {escape(f'[{f.rule}] {f.message}')}", highlight=False,
-                  soft_wrap=True)
+        console.print(f"[{colour[f.severity]}]{f.severity}[/]: {escape(f'[{f.rule}] {f.message}')}", highlight=False,
+                      soft_wrap=True)
         if verbose:
-            err.print(escape(f"    why: {f.reason}\n    source: {f.source}"), highlight=False, soft_wrap=True)
+            console.print(escape(f"    why: {f.reason}\n    source: {f.source}"), highlight=False, soft_wrap=True)
+
+
+@stack_app.callback()
+def stack_options(
+    stacks: Annotated[Optional[Path], typer.Option(
+        "--stacks", metavar="DIR", envvar="MPISTACK_STACKS", file_okay=False,
+        help="Your own stack files (NAME.toml), listed and used beside the shipped ones \\[default: the stacks_dir "
+             "key of ~/.config/mpistack/config.toml]")] = None,
+) -> None:
+    from ..spec import catalogue
+
+    catalogue.use_stacks_dir(stacks)
 
 
 @stack_app.command("list")
-def list_command() -> None:
-    """The catalogue: every named stack with its image tag."""
+def list_command(engine: EngineOpt = "podman") -> None:
+    """The catalogue: every named stack (yours marked "own") with its image tag and whether that image is built
+    here."""
+    from ..engines import EngineError, get_engine
     from ..report.tables import print_table
     from ..spec import catalogue
     from ..spec.stack import StackError
 
-    rows = []
-    for path in catalogue.stack_files():
+    try:
+        files = catalogue.stack_files()
+    except StackError as error:
+        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    rows, images = [], {}
+    for path in files:
+        origin = "" if catalogue.shipped(path) else "own"
         try:
             s = catalogue.load(str(path))
         except StackError as error:
-            rows.append({"name": path.stem, "image tag": "invalid", "mpi": str(error)[:60]})
+            rows.append({"name": path.stem, "image tag": "invalid", "mpi": str(error)[:60], "from": origin})
             continue
         transport = s.mpi.device + (f" ofi {s.libfabric.version}" if s.libfabric else "")
         gpu = f"{s.gpu.kind} {s.gpu.version or ''}".strip() if s.gpu.kind != "none" else "-"
         mode = s.mode if s.mode == "source" else f"{s.mode}/{s.mpi.channel}"
+        images[s.name] = s.image_ref()
         rows.append({"name": s.name, "image tag": s.version_tag(), "mpi": f"{s.mpi.impl} {s.mpi.version}",
-                     "transport": transport, "gpu": gpu, "mode": mode})
-    print_table(rows, ["name", "image tag", "mpi", "transport", "gpu", "mode"])
+                     "transport": transport, "gpu": gpu, "mode": mode, "from": origin})
+    try:
+        container_engine = get_engine(engine)
+        built = container_engine.existing_images(sorted(images.values()))  # one inspect for all
+    except (EngineError, KeyError, ValueError) as error:
+        err.print(f"[yellow]note:[/yellow] cannot tell which images are built: {escape(str(error))}", highlight=False)
+        container_engine, built = None, set()
+    for row in rows:
+        row["built"] = "yes" if images.get(row["name"]) in built else ("?" if container_engine is None else "no")
+    columns = ["name", "image tag", "built", "mpi", "transport", "gpu", "mode"]
+    print_table(rows, columns + (["from"] if any(row["from"] for row in rows) else []),
+                title=f"{len(rows)} stacks, {len(built)} built here ({engine})")
 
 
 @stack_app.command("show")
@@ -87,7 +120,11 @@ def render_command(
     edf: Annotated[bool, typer.Option("--edf", help="print the CSCS Container Engine EDF")] = False,
     env: Annotated[bool, typer.Option("--env", help="print the runtime environment preset (sh)")] = False,
     binds: Annotated[Optional[str], typer.Option("--binds", metavar="APPROACH",
-                                                 help="print the Apptainer bind list for hybrid or bind")] = None,
+                                                 help="print the Apptainer bind list of an approach (hybrid, bind, "
+                                                      "fabric-swap) on the --system")] = None,
+    system: Annotated[str, typer.Option("--system", metavar="NAME",
+                                        help="the system profile host paths come from: local (this machine's "
+                                             "Debian paths), lumi or alps")] = "local",
     gpu: Annotated[bool, typer.Option("--gpu/--no-gpu", help="GPU buffers in the runtime presets")] = False,
     image: Annotated[Optional[str], typer.Option("--image", help="image reference for the EDF (e.g. the pushed "
                                                  "quay.io/... name; default: the local tag)")] = None,
@@ -102,9 +139,14 @@ def render_command(
     """Render a stack: Containerfile on stdout (or --apptainer/--edf/--env/--binds/--srun), or everything to
     --out."""
     from .. import runtime
-    from ..recipes import RecipeError, render, write_context
+    from ..recipes import RecipeError, render
 
     s = _load(name)
+    try:
+        runtime.systems.load(system)
+    except runtime.systems.SystemProfileError as error:
+        err.print(f"[red]error:[/red] --system: {escape(str(error))}", highlight=False)
+        raise typer.Exit(2) from None
     if srun:
         print(_srun_line(s, srun, ranks, nodes, image, gpu))
         return
@@ -115,24 +157,46 @@ def render_command(
             print(runtime.env_script(s, gpu=gpu), end="")
         if binds:
             try:
-                print("\n".join(runtime.apptainer_binds(s, binds)))
+                paths = runtime.apptainer_binds(s, binds, system=system)
             except ValueError as error:
-                err.print(f"[red]error:[/red] --binds: {error}")
+                err.print(f"[red]error:[/red] --binds {escape(repr(binds))}: {escape(str(error))}", highlight=False)
                 raise typer.Exit(2) from None
+            if paths:
+                print("\n".join(paths))
+            else:
+                err.print(f"{binds} binds no host path on system {system}", highlight=False)
         return
     try:
         recipe = render(s, allow_unpinned=allow_unpinned)
     except RecipeError as error:
         err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
-        err.print("(use --allow-unpinned to render for review; such a recipe fails when built)")
+        if "sha256" in str(error):
+            err.print("(use --allow-unpinned to render for review; such a recipe fails when built)")
         raise typer.Exit(2) from None
     if output:
-        write_context(recipe, output)
-        files = runtime.write_runtime(s, output / "runtime", gpu=gpu or None)
+        count = _write_render_output(recipe, output, gpu, system)
         err.print(f"wrote {output}/Containerfile, {output}/mpistack.def, {output}/bench/ and "
-                  f"{len(files)} runtime files under {output}/runtime/")
+                  f"{count} runtime files under {output}/runtime/")
         return
     print(recipe.apptainer if apptainer else recipe.containerfile, end="")
+
+
+def _write_render_output(recipe, output: Path, gpu: bool, system: str = "local") -> int:
+    """The build context and runtime files, all at once (recipes.atomic): an error leaves nothing behind."""
+    from .. import runtime
+    from ..recipes import RecipeError, write_context
+    from ..recipes.atomic import DirectoryInUse, atomic_directory
+
+    try:
+        with atomic_directory(output) as staging:
+            write_context(recipe, staging)
+            return len(runtime.write_runtime(recipe.stack, staging / "runtime", gpu=gpu or None, system=system))
+    except (RecipeError, DirectoryInUse) as error:
+        err.print(f"[red]error:[/red] --out: {escape(str(error))}", highlight=False, soft_wrap=True)
+    except OSError as error:
+        err.print(f"[red]error:[/red] --out {escape(str(output))}: {escape(error.strerror or str(error))}"
+                  + (f" ({escape(str(error.filename))})" if error.filename else ""), highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
 
 
 def _srun_line(s, container_runtime: str, ranks: int, nodes: int, image: str | None, gpu: bool) -> str:
@@ -165,17 +229,17 @@ def _srun_line(s, container_runtime: str, ranks: int, nodes: int, image: str | N
 def check_command(
     name: NameArg,
     host_libfabric: Annotated[Optional[str], typer.Option("--host-libfabric", metavar="VERSION",
-                                                          help="the host libfabric a hybrid run swaps in")] = None,
-    approach: Annotated[Optional[str], typer.Option("--approach", help="container, hybrid, bind or opensource")] = None,
+                                                          help="the host libfabric a fabric-swap run swaps in")] = None,
+    approach: Annotated[Optional[str], typer.Option("--approach", help="native, container, hybrid, bind or fabric-swap")] = None,
 ) -> None:
     """Compatibility rules: errors stop a build, warnings inform. Exit 1 on any error."""
     from .. import compat
 
     s = _load(name)
     findings = compat.check(s, host_libfabric=host_libfabric, approach=approach)
-    _print_findings(findings, verbose=True)
+    _print_findings(findings, verbose=True, console=out)  # the findings are the answer: stdout
     n_err = len(compat.errors(findings))
-    err.print(f"{s.name}: {n_err} error(s), {len(findings) - n_err} other finding(s)")
+    out.print(f"{s.name}: {n_err} error(s), {len(findings) - n_err} other finding(s)", highlight=False)
     raise typer.Exit(1 if n_err else 0)
 
 
@@ -186,6 +250,24 @@ def _progress_printer():
         if step_re.match(line) or line.startswith(("COMMIT", "Successfully", "Error", "error")):
             err.print(f"[dim]{line[:160]}[/dim]", highlight=False)
     return on_line
+
+
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised like Ctrl-C so that the engine ends what it started before the verb exits."""
+
+
+@contextlib.contextmanager
+def _signals_stop():
+    """For the length of the block, SIGTERM and SIGHUP (a closed terminal) stop the verb as Ctrl-C does:
+    by default they would end it at once and leave its build or container running."""
+    def stop(number, _frame):
+        raise _Stopped(signal.Signals(number).name)
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 @stack_app.command("build")
@@ -202,11 +284,15 @@ def build_command(
     from ..spec.stack import StackError
 
     try:
-        with err.status(f"building {name} ...", spinner="dots"):
+        with _signals_stop(), err.status(f"building {name} ...", spinner="dots"):
             result = build_stack(name, engine, log=log, check=not no_check, on_line=_progress_printer())
     except (RecipeError, StackError, EngineError) as error:
         err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+    except KeyboardInterrupt as stopped:
+        err.print(f"[yellow]build interrupted[/yellow] ({stopped or 'Ctrl-C'}): its steps and working containers "
+                  "were removed", highlight=False)
+        raise typer.Exit(130) from None
     if not result.ok:
         err.print("\n".join(result.tail[-20:]), highlight=False)
         err.print(f"[red]build failed[/red] ({result.returncode}) after {result.seconds:.0f} s; log: {result.log_path}")
@@ -221,8 +307,11 @@ def run_command(
     name: NameArg,
     ranks: Annotated[int, typer.Option("--ranks", "-n", help="MPI ranks (0: run the command without a launcher)")] = 2,
     engine: EngineOpt = "podman",
+    timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, metavar="SECONDS",
+                                                     help="end the container after this long (exit 124)")] = None,
 ) -> None:
-    """Run a command in a stack's image with its own launcher, e.g. `stack run debian-mpich -n 2 -- mpistack-bench latency`."""
+    """Run a command in a stack's image with its own launcher, e.g. `stack run debian-mpich -n 2 -- mpistack-bench latency`.
+    On --timeout, Ctrl-C, SIGTERM or SIGHUP the container ends with the command."""
     from .. import runtime
     from ..engines import ContainerRun, EngineError, get_engine
 
@@ -231,13 +320,19 @@ def run_command(
     command = runtime.launch_command(s, ranks, argv) if ranks else argv
     env = runtime.presets(s, local_root=os.geteuid() == 0, network="tcp" if s.network in ("cxi", "lnx") else None).env
     try:
-        result = get_engine(engine).run(ContainerRun(s.image_ref(), command, env=env), timeout=None)
+        with _signals_stop():
+            result = get_engine(engine).run(ContainerRun(s.image_ref(), command, env=env), timeout=timeout)
     except EngineError as error:
         err.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None
+    except KeyboardInterrupt as stopped:
+        err.print(f"[yellow]interrupted[/yellow] ({stopped or 'Ctrl-C'}): the container was removed", highlight=False)
+        raise typer.Exit(130) from None
     print(result.stdout, end="")
     if result.stderr:
         err.print(result.stderr, end="", highlight=False)
+    if result.timed_out:  # the engine said so on stderr
+        raise typer.Exit(124)
     raise typer.Exit(result.returncode)
 
 
