@@ -178,3 +178,11 @@ def test_a_dry_run_names_the_images_it_would_build_with_their_last_build_time(tm
         os.environ.pop("XDG_CACHE_HOME") if saved is None else os.environ.__setitem__("XDG_CACHE_HOME", saved)
     dry = " ".join(mpistack(tmp_path, "run", path, "--dry-run").stdout.split())
     assert f"{reference} (stack never-built-mpich): last build took 754 s" in dry
+
+
+def test_a_campaign_file_error_prints_markup_literally(tmp_path):
+    """Rich markup in a campaign file's values reaches the error message as text, never as markup."""
+    path = campaign(tmp_path, extra='description = "[/x] [bold]"\ntimeout = "[/red]"\n')
+    result = mpistack(tmp_path, "run", path, "--dry-run", check=2)
+    assert "timeout" in result.stderr and "[/red]" in result.stderr
+    assert "MarkupError" not in result.stdout + result.stderr and "Traceback" not in result.stderr
