@@ -225,7 +225,8 @@ class _Interrupt:
 
 
 def _run_locally(campaign, campaign_id, resources, database, tags, todo, console, stored) -> tuple[int, bool]:
-    launcher = LocalLauncher(resources.engine, state_dir=resources.workdir / "running")
+    launcher = LocalLauncher(resources.engine, state_dir=resources.workdir / "running",
+                             output_dir=resources.workdir / "cases")
     for what in launcher.end_leftovers():
         console.print(f"[yellow]ended what an earlier run left[/yellow]: {escape(what)}", highlight=False)
     context = stages.CaseContext(campaign, campaign_id, resources, launcher, database, tags=tags, **stored)

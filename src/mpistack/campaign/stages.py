@@ -25,7 +25,7 @@ from sqlalchemy import Engine
 from .. import __version__, approaches
 from ..approaches import Refused, Resources
 from ..launchers import Execution, Launcher, LaunchPlan
-from ..parsers import ParseError, ParsedRun, parse_text
+from ..parsers import ParseError, ParsedRun, parse_file, parse_text
 from ..spec.campaign import Campaign
 from ..spec.case import Case
 from ..spec.provenance import Provenance
@@ -90,9 +90,15 @@ def plan(campaign: Campaign, case: Case, resources: Resources) -> LaunchPlan:
 
 
 def parse(launch: LaunchPlan, execution: Execution) -> Parsed:
-    """The benchmark's JSON when it wrote one, else its standard output as OSU text."""
+    """The benchmark's JSON when it wrote one, else its standard output as OSU text: from the file holding
+    it when what the launcher kept in memory is cut (a large output is read as a stream, never whole)."""
     if launch.output is not None and launch.output.is_file():
         text, source = launch.output.read_text(errors="replace"), str(launch.output)
+    elif execution.stdout_cut and execution.stdout_file is not None:
+        try:
+            return Parsed(parse_file(execution.stdout_file))
+        except ParseError as error:
+            return Parsed([], str(error))
     else:
         text, source = execution.stdout, "stdout"
     if not text.strip():

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import codecs
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
 from ..spec.campaign import Placement
+
+#: how much of a case's stdout and of its stderr is kept in memory (the whole output is in a file): its head
+#: and its tail, half each, enough for messages, failure reasons and the doctor's signatures
+OUTPUT_CAP_BYTES = 1 << 20
 
 # Settings that change how MPI communicates: recorded with every run, as they were when it ran.
 RECORDED_ENV_PREFIXES = ("FI_", "UCX_", "MPIR_CVAR_", "MPICH_", "OMPI_MCA_", "PMIX_MCA_", "I_MPI_", "LD_LIBRARY_PATH")
@@ -38,6 +44,12 @@ class Execution:
     finished: datetime
     environment: dict[str, str]  # the RECORDED_ENV_PREFIXES settings it ran with
     facts: dict[str, str] = field(default_factory=dict)  # recorded with the run (how its processes were contained)
+    # The files holding the whole outputs (None: the strings are all there is), and whether the strings
+    # are cut (a head and a tail of a larger file, see `read_capped`)
+    stdout_file: Path | None = None
+    stderr_file: Path | None = None
+    stdout_cut: bool = False
+    stderr_cut: bool = False
 
     @property
     def seconds(self) -> float:
@@ -74,6 +86,41 @@ class Launcher(Protocol):
 
     def interrupt(self) -> None:
         """Stop the running launch now (Ctrl-C); its Execution says interrupted."""
+
+
+def read_capped(path: Path, cap: int = OUTPUT_CAP_BYTES) -> tuple[str, bool]:
+    """A case's output file as text (undecodable bytes replaced), and whether it was cut: a file larger than
+    `cap` bytes gives its first and last cap/2 bytes, cut at line ends, with a line between them saying
+    how much was left out and where the whole output is. A missing file is empty."""
+    try:
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size <= cap:
+                return handle.read().decode(errors="replace"), False
+            head = handle.read(cap // 2)
+            handle.seek(size - cap // 2)
+            tail = handle.read()
+    except FileNotFoundError:
+        return "", False
+    # whole lines only, unless a line is longer than half the cap
+    head = head[: head.rfind(b"\n") + 1] or head
+    tail = tail[tail.find(b"\n") + 1:] or tail
+    left_out = size - len(head) - len(tail)
+    marker = f"[… {left_out:,} bytes of {path.name} cut here; the whole output is in {path} …]\n"
+    # a character the cut splits at the head's end is dropped, not replaced
+    head_text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(head)
+    return head_text + marker + tail.decode(errors="replace"), True
+
+
+def captured_outputs(directory: Path, cap: int = OUTPUT_CAP_BYTES) -> dict:
+    """The output fields of an Execution for a case that wrote `stdout` and `stderr` files in `directory`
+    (the layout of both launchers)."""
+    fields: dict = {}
+    for name in ("stdout", "stderr"):
+        path = directory / name
+        fields[name], fields[f"{name}_cut"] = read_capped(path, cap)
+        fields[f"{name}_file"] = path
+    return fields
 
 
 def recorded_environment(env: dict[str, str]) -> dict[str, str]:

@@ -6,7 +6,11 @@ behind when it ends by itself is ended too.
 
 While a case runs, a marker file in the launcher's state directory names its job and label, so that what a
 killed mpistack left running (the job's processes, the label's containers) is found and ended when the
-campaign next starts (`end_leftovers`)."""
+campaign next starts (`end_leftovers`).
+
+A case's stdout and stderr go to files, `<output_dir>/<label>/stdout` and `stderr` (the layout of the Slurm
+launcher's case directories), never through memory: the Execution holds a bounded head and tail of each
+(`captured_outputs`), and the parse stage reads a larger output from its file."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import json
 import os
 import shlex
 import subprocess
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -23,7 +28,7 @@ from ..engines.containment import Job
 from ..registry import LAUNCHERS
 from ..runtime import mpiexec_argv
 from ..spec.campaign import Placement
-from .base import Execution, LaunchPlan, PerRankStart, recorded_environment
+from .base import Execution, LaunchPlan, PerRankStart, captured_outputs, recorded_environment
 
 KILL_GRACE_SECONDS = STOP_GRACE_SECONDS
 #: the host's launcher of each MPI (Debian installs both side by side)
@@ -48,9 +53,13 @@ class Mpiexec:
 
 @LAUNCHERS.register("local", max_nodes=1, starter=Mpiexec())
 class LocalLauncher:
-    def __init__(self, engine: Engine | None = None, state_dir: Path | None = None, cgroups: bool = True):
+    def __init__(self, engine: Engine | None = None, state_dir: Path | None = None, cgroups: bool = True,
+                 output_dir: Path | None = None):
         self.engine = engine  # removes a killed case's containers
         self.state_dir = state_dir  # markers of the running case (None: none kept)
+        # where each case's stdout and stderr are written (None: a temporary directory, gone with the launcher)
+        self._scratch = None if output_dir is not None else tempfile.TemporaryDirectory(prefix="mpistack-cases-")
+        self.output_dir = output_dir if output_dir is not None else Path(self._scratch.name)
         self.cgroups = cgroups  # False: contain cases by their environment only (as where no cgroup can be made)
         self._current: tuple[subprocess.Popen, Job, str | None] | None = None
         self._interrupted = False
@@ -60,10 +69,12 @@ class LocalLauncher:
         env = {**os.environ, **plan.env}
         started = datetime.now(timezone.utc)
         marker = self._mark(plan, job)  # before the start: a kill in between still names the job and label
+        outputs = self.output_dir / (plan.label or "case")
         try:
-            process = subprocess.Popen(plan.argv, env={**env, **job.environment()}, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True,
-                                       preexec_fn=job.preexec())
+            outputs.mkdir(parents=True, exist_ok=True)
+            with open(outputs / "stdout", "wb") as stdout, open(outputs / "stderr", "wb") as stderr:
+                process = subprocess.Popen(plan.argv, env={**env, **job.environment()}, stdout=stdout, stderr=stderr,
+                                           start_new_session=True, preexec_fn=job.preexec())
         except BaseException:
             job.close()
             if marker is not None:
@@ -72,11 +83,10 @@ class LocalLauncher:
         self._current, self._interrupted = (process, job, plan.label), False
         timed_out = False
         try:
-            stdout, stderr = process.communicate(timeout=timeout)
+            process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             self._kill(process, job, plan.label)
-            stdout, stderr = process.communicate()
         finally:
             self._current = None
         try:
@@ -91,8 +101,8 @@ class LocalLauncher:
         if job.mechanism != "cgroup":
             facts["containment_note"] = job.note
         return Execution(exit_code=process.returncode if ended_by_itself else None, timed_out=timed_out,
-                         interrupted=self._interrupted, stdout=stdout, stderr=stderr, started=started,
-                         finished=datetime.now(timezone.utc), environment=recorded_environment(env), facts=facts)
+                         interrupted=self._interrupted, started=started, finished=datetime.now(timezone.utc),
+                         environment=recorded_environment(env), facts=facts, **captured_outputs(outputs))
 
     def _end_rest(self, job: Job, label: str | None) -> None:
         if job.members():

@@ -29,7 +29,7 @@ from ..registry import LAUNCHERS
 from ..runtime import SRUN_MPI
 from ..spec.campaign import Placement, SlurmEntry
 from ..spec.toml_files import load_model, read_text
-from .base import Execution, PerRankStart, recorded_environment
+from .base import Execution, PerRankStart, captured_outputs, recorded_environment
 
 #: what PMIx runs set: psec=native, PMIx in Slurm's security domain (CSCS docs 'OpenMPI',
 #: https://docs.cscs.ch/software/communication/openmpi/); gds=hash, the datastore every PMIx version has
@@ -203,15 +203,9 @@ def read_case(directory: Path, env: dict[str, str]) -> CaseRecord | None:
     start = started(directory)
     code = int(status)
     timed_out = code in TIMEOUT_STATUSES
-
-    def output(name: str) -> str:
-        path = directory / name
-        return path.read_text(errors="replace") if path.is_file() else ""
-
     execution = Execution(exit_code=None if timed_out else code, timed_out=timed_out, interrupted=False,
-                          stdout=output("stdout"), stderr=output("stderr"),
                           started=start.time if start else _timestamp(finished), finished=_timestamp(finished),
-                          environment=recorded_environment(env))
+                          environment=recorded_environment(env), **captured_outputs(directory))
     return CaseRecord(execution, start)
 
 
