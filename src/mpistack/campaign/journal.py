@@ -20,14 +20,14 @@ from typing import Callable
 
 from sqlalchemy import Engine
 
-from ..parsers.model import ParsedRow, ParsedRun
+from ..parsers.model import ParsedRun, RowTable
 from ..spec.provenance import Provenance, parse_time
 from ..spec.status import RunStatus
 from ..store.campaigns import case_recorded
 from ..store.database import retrying, write_transaction
 from ..store.writer import write_runs
 
-JOURNAL_VERSION = 1
+JOURNAL_VERSION = 2  # 2: rows column by column
 
 
 @dataclass
@@ -82,13 +82,13 @@ def _provenance(data: dict) -> Provenance:
 def _run_data(run: ParsedRun) -> dict:
     """A run's fields as JSON values: its rows one object each, its provenance a table."""
     data = {item.name: getattr(run, item.name) for item in dataclasses.fields(run)}
-    data["rows"] = [dataclasses.asdict(row) for row in run.rows]
+    data["rows"] = run.rows.to_data()
     data["provenance"] = dataclasses.asdict(run.provenance)
     return data
 
 
 def _run(data: dict) -> ParsedRun:
-    rows = [ParsedRow(**row) for row in data.pop("rows")]
+    rows = RowTable.from_data(data.pop("rows"))
     return ParsedRun(**{**data, "rows": rows, "provenance": _provenance(data["provenance"])})
 
 

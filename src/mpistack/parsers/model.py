@@ -191,6 +191,30 @@ class RowTable:
         where a row has none). Read-only."""
         return self._sizes, self._validation, self._values, self._stats
 
+    def to_data(self) -> dict:
+        """The table as plain lists, column by column (JSON with NaN for a missing figure): a few numbers per
+        row rather than an object per row, for the campaign's journal."""
+        return {"sizes": self._sizes.tolist(), "lines": self._lines.tolist(), "validation": list(self._validation),
+                "values": {name: column.tolist() for name, column in self._values.items()},
+                "stats": {name: column.tolist() for name, column in self._stats.items()},
+                "gaps": dict(self._gaps)}
+
+    @classmethod
+    def from_data(cls, data: dict) -> "RowTable":
+        """The table `to_data` wrote; every column must have one entry per row."""
+        table = cls()
+        table._sizes, table._lines = array("q", data["sizes"]), array("q", data["lines"])
+        table._validation = bytearray(data["validation"])
+        table._values = {name: array("d", column) for name, column in data["values"].items()}
+        table._stats = {name: array("d", column) for name, column in data["stats"].items()}
+        table._gaps = {name: int(count) for name, count in data["gaps"].items()}
+        count = len(table._sizes)
+        lengths = {len(table._lines), len(table._validation), *map(len, table._values.values()),
+                   *map(len, table._stats.values())}
+        if lengths - {count} or set(table._gaps) != set(table._values):
+            raise ValueError("columns of different lengths")
+        return table
+
     def any_failed(self) -> bool:
         return _VALIDATION_CODES["fail"] in self._validation
 
