@@ -65,12 +65,14 @@ def test_open_mpi_in_a_container_with_a_small_dev_shm_is_caught_from_the_real_ru
     shm = found["shm-size"]
     assert shm.verdict == "problem"
     assert "not enough space" in shm.evidence["line"] and shm.evidence["needed_bytes"] == 32 * 1024 * 1024
-    # podman's default confinement: no CAP_SYS_PTRACE, so CMA single-copy is blocked
+    # podman's default confinement: no CAP_SYS_PTRACE, which may block CMA single-copy
     assert found["single-copy-confinement"].verdict == "warning"
     assert "bit 19" in found["single-copy-confinement"].evidence["CapEff"]
-    assert found["mpi-library"].evidence["library"].startswith("Open MPI v5.0.8")
-    # mpistack's own size (1g) is enough
-    assert by_rule(diagnose("image", probe_image(OPENMPI_IMAGE, ranks=2)))["shm-size"].verdict == "ok"
+    # mpistack's own size (1g) is enough, and the probe then reads the library from the benchmark (with 2 MB
+    # Open MPI may fail before the benchmark writes it)
+    roomy = by_rule(diagnose("image", probe_image(OPENMPI_IMAGE, ranks=2)))
+    assert roomy["shm-size"].verdict == "ok"
+    assert roomy["mpi-library"].evidence["library"].startswith("Open MPI v5.0.8")
 
 
 def test_binding_the_hosts_mpich_into_an_open_mpi_image_is_refused_with_the_abi_reason():

@@ -133,6 +133,8 @@ name = "latency"
             assert len(hosts) == 1 and hosts[0] in ("node1", "node2"), details
         if mpi == "pmix":
             assert details["environment"]["PMIX_MCA_psec"] == "native"
+        # the job's probe step recorded what the library used on these nodes
+        assert details["transport"]["mpi"] == "openmpi" and details["transport"].get("layer"), details["transport"]
 
 
 def test_a_case_over_its_limit_is_a_timeout_and_the_next_runs(slurm_cluster, tmp_path):
