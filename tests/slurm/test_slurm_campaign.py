@@ -134,7 +134,8 @@ name = "latency"
         if mpi == "pmix":
             assert details["environment"]["PMIX_MCA_psec"] == "native"
         # the job's probe step recorded what the library used on these nodes
-        assert details["transport"]["mpi"] == "openmpi" and details["transport"].get("layer"), details["transport"]
+        family = "mpich" if run["stack"] == "host-mpich" else "openmpi"
+        assert details["transport"]["mpi"] == family and details["transport"].get("layer"), details["transport"]
 
 
 def test_a_case_over_its_limit_is_a_timeout_and_the_next_runs(slurm_cluster, tmp_path):
