@@ -128,9 +128,12 @@ def single_copy(rule, facts: SystemFacts):
         yield rule.finding("ok", "cross-process memory attach (CMA) is allowed", "Single-copy transfers can be used.",
                            subject=facts.where)
         return
-    yield rule.finding("warning", "single-copy (CMA) is blocked",
-                       "Shared-memory transports fall back to copy-in/copy-out for large messages (UCX cma, Open "
-                       "MPI's CMA). That may or may not cost bandwidth: let a paired comparison judge it.",
+    yield rule.finding("warning", "single-copy (CMA) may be blocked",
+                       "Without CAP_SYS_PTRACE, or under Yama or a seccomp filter, the kernel may refuse "
+                       "process_vm_readv between ranks (processes of one user may still attach each other: "
+                       "the transport a run records says which mechanism it used); shared-memory transports "
+                       "then copy in and out for large messages, which may or may not cost bandwidth: let a "
+                       "paired comparison judge it.",
                        "--cap-add SYS_PTRACE (and --security-opt seccomp=unconfined) for the containers, or "
                        "kernel.yama.ptrace_scope=0 on the host.", subject=facts.where, **reasons)
 
