@@ -65,7 +65,7 @@ def test_runs_where_status_failed_lists_exactly_the_failed_run(store):
     assert "# 5 run(s)" in mpistack("runs", db=path).stdout
     assert "# showing 2 of 5 runs" in mpistack("runs", "--limit", "2", db=path).stdout
     csv_lines = mpistack("runs", "-w", "status!=ok", "-f", "csv", db=path).stdout.splitlines()
-    assert csv_lines[0] == "run,campaign,status,stack,approach,variant,benchmark,placement,message"
+    assert csv_lines[0] == "run,campaign,status,stack,approach,variant,benchmark,placement,message,transport"
     assert len(csv_lines) == 3
 
 

@@ -46,8 +46,20 @@ def results(
     rows = query_results(store, filters, limit)
     total = count_matching(store, filters) if limit and len(rows) == limit else None
     tag_keys = sorted({key for row in rows for key in row["tags"] if key not in OUTPUT_FIELDS})
-    every = [*OUTPUT_FIELDS, *(STAT_FIELDS if stats or columns else ()), *tag_keys]
+    every = [*OUTPUT_FIELDS, *(STAT_FIELDS if stats or columns else ()), "transport", *tag_keys]
     layout = RESULTS_LAYOUT
     if stats:  # asked for: shown after the value
         layout = replace(layout, priority=(*layout.priority[:5], *STAT_FIELDS, *layout.priority[5:]))
-    print_listing(layout, output_format, rows, rows, every, columns_option=columns, wide=wide, total=total)
+    print_listing(layout, output_format, rows, transport_lines(rows, output_format, columns, wide), every,
+                  columns_option=columns, wide=wide, total=total)
+
+
+def transport_lines(rows: list[dict], output_format: OutputFormat, columns: str | None, wide: bool) -> list[dict]:
+    """The rows with what their MPI library said it used as one line of text, where a table or CSV shows it
+    (JSON keeps the record whole; a plain table does not show it, so the rows are not copied)."""
+    if output_format is OutputFormat.json or not (wide or output_format is OutputFormat.csv
+                                                  or "transport" in (columns or "")):
+        return rows
+    from ..parsers.transport import describe_transport
+
+    return [{**row, "transport": describe_transport(row.get("transport"))} for row in rows]

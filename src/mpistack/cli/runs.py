@@ -11,7 +11,8 @@ from .listing import ColumnsOption, Layout, WideOption, print_listing
 from .results import WHERE_HELP
 
 # Columns of the table and CSV; JSON has every field, the whole message included.
-RUN_COLUMNS = ("run", "campaign", "status", "stack", "approach", "variant", "benchmark", "placement", "message")
+RUN_COLUMNS = ("run", "campaign", "status", "stack", "approach", "variant", "benchmark", "placement", "message",
+               "transport")
 # On a terminal: the run, what became of it and why (the message folds), then what it was.
 RUNS_LAYOUT = Layout(
     noun="run",
@@ -23,13 +24,16 @@ RUNS_LAYOUT = Layout(
 
 def run_lines(rows: list[dict]) -> list[dict]:
     """The rows as the table shows them: the variant tag, the placement (n<ranks>N<nodes>), the message's first
-    line."""
+    line, what the run's MPI library said it used."""
+    from ..parsers.transport import describe_transport
+
     lines = []
     for row in rows:
         message = (row.get("message") or "").strip().splitlines()
         placement = f"n{row['ranks']}N{row['nodes']}" if row.get("ranks") is not None else ""
         lines.append({**row, "variant": row["tags"].get("variant", ""), "placement": placement,
-                      "message": message[0] if message else ""})
+                      "message": message[0] if message else "",
+                      "transport": describe_transport(row.get("transport"))})
     return lines
 
 
