@@ -83,6 +83,11 @@ def test_fabric_swap_without_the_facts_is_refused_with_the_reason(monkeypatch, h
         planner(monkeypatch, host, images)("pip-mpich")
 
 
+def test_fabric_swap_of_a_ucx_stack_is_refused_before_any_image_is_read(monkeypatch):
+    with pytest.raises(Refused, match=r"debian-mpich's MPI \(mpich ch4:ucx\) carries its messages over UCX"):
+        planner(monkeypatch, HOST_FABRIC, {})("debian-mpich")
+
+
 @pytest.fixture(scope="module")
 def stub_libfabric(tmp_path_factory) -> Path:
     """A real shared library with the soname libfabric.so.1 whose version script stops at FABRIC_1.6, as

@@ -26,11 +26,17 @@ from .hybrid import per_rank_launch
 
 MOUNT_DIR = "/opt/mpistack/host-fabric"
 SWAP_RULES = ("libfabric-swap-symbol-versions",)
+UCX_DEVICES = ("ch4:ucx", "ucx")
 
 
 def swap_facts(case, resources) -> compat.LibfabricSwap:
     """The host's and the image's libfabric facts as the compatibility rule reads them; Refused when either
     side is unknown."""
+    spec = case.stack.spec
+    if spec is not None and spec.mpi.device in UCX_DEVICES:
+        # decided by the stack file, before any image is read: a UCX build never loads libfabric
+        raise Refused(f"fabric-swap refused: {case.stack.name}'s MPI ({spec.mpi.impl} {spec.mpi.device}) carries its "
+                      "messages over UCX, not libfabric, so swapping libfabric changes nothing")
     host = resources.host.libfabric
     if host is None:
         raise Refused("the host has no libfabric.so.1 to swap in (ldconfig finds none; Debian: libfabric1), or "
