@@ -12,7 +12,7 @@ from mpistack.ingest.files import ingest_files
 from mpistack.store import SCHEMA_REVISION, StoreError, current_revision, open_database
 from mpistack.store.campaigns import CampaignLocked, lock_campaign, unlock_campaign
 from mpistack.store.query import Where, WhereError, query_results
-from mpistack.store.schema import CampaignLockRow, ResultRow, RunRow
+from mpistack.store.schema import CampaignLockRow, ResultRow, RunRow, RunTagRow
 
 SAMPLES = Path(__file__).resolve().parents[1] / "parsers"
 
@@ -134,6 +134,25 @@ def test_store_from_a_newer_mpistack_is_refused(tmp_path):
         connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
     with pytest.raises(StoreError, match="newer than this mpistack"):
         open_database(url)
+
+
+def test_migrations_keep_stored_runs_both_ways(store_url, tmp_path):
+    """Undoing the revisions and applying them again keeps every run, result and tag (on SQLite a migration
+    that rebuilt the runs table would take results and tags with it: foreign keys are on, deletes cascade)."""
+    from alembic import command
+
+    from mpistack.store.database import _alembic_config, upgrade, write_transaction
+
+    engine = open_database(store_url)
+    ingest_files(engine, [write(tmp_path, "a.txt", osu_bw([(1, 1.0), (2, 2.0)]))], {"system": "alps"})
+    with write_transaction(engine) as connection:
+        command.downgrade(_alembic_config(connection), "0001")
+    assert current_revision(engine) == "0001"
+    stored = [count(engine, table) for table in (RunRow.__table__, ResultRow.__table__, RunTagRow.__table__)]
+    assert stored == [1, 2, 1]
+    upgrade(engine)
+    assert current_revision(engine) == SCHEMA_REVISION
+    assert [count(engine, table) for table in (RunRow.__table__, ResultRow.__table__, RunTagRow.__table__)] == stored
 
 
 def test_sqlite_uses_wal(tmp_path):

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Engine
 from ..parsers import HEAD_BYTES, ParsedRun, ParseError, parse_bytes, parse_file
 from ..parsers.storable import COUNT_FIELDS, RUN_TEXT_LIMITS, TAG_KEY_LIMIT, count_problem, text_problem
 from ..spec.provenance import CONTEXT_FIELDS, Provenance
+from ..store.database import driver_message, write_connection
 from ..store.writer import delete_runs, savepoint, stored_content, write_runs
 
 # Files are committed in groups: a commit costs about as much as writing a whole file's results, and
@@ -101,8 +102,7 @@ def _unplaced(runs: list[ParsedRun], context: Provenance) -> tuple[str, ...]:
 def _describe(error: Exception) -> str:
     """One line for an unexpected error: the database's own message (not SQLAlchemy's statement dump)."""
     cause = getattr(error, "orig", None) or error
-    lines = str(cause).strip().splitlines()
-    return f"{type(cause).__name__}: {lines[0] if lines else 'no message'}"
+    return f"{type(cause).__name__}: {driver_message(error) or 'no message'}"
 
 
 def _ingest_one(connection: Connection, path: Path, context: Provenance, tags: dict[str, str], replace: bool,
@@ -131,7 +131,7 @@ def ingest_files(database: Engine, paths: Iterable[str | Path], tags: dict[str, 
     report = IngestReport()
     # SQLite: take the write lock when each group begins, so that looking a file up and writing it are one
     # step for parallel ingests (they wait on the lock instead of failing to upgrade a read)
-    with database.connect().execution_options(sqlite_begin="IMMEDIATE") as connection:
+    with write_connection(database) as connection:
         transaction = connection.begin()
         started = time.monotonic()
         pending = 0

@@ -85,13 +85,10 @@ def parse_file(path: str | Path) -> list[ParsedRun]:
     try:
         with path.open("rb") as handle:
             head = handle.read(HEAD_BYTES)
-            whole = len(head) < HEAD_BYTES or not handle.peek(1)
-            if whole and not head.strip():
-                raise ParseError(source, 0, "empty file: expected OSU benchmark output")
+            if len(head) < HEAD_BYTES or not handle.peek(1):
+                return parse_bytes(head, source)  # the whole file
             if b"\x00" in head[:_BINARY_PROBE]:
                 raise ParseError(source, 0, "binary file: expected OSU benchmark output as text")
-            if whole:
-                return parse_bytes(head, source)
             # a large file: detect from its head (cut at a character boundary), then read it as the format needs
             head_text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(head).removeprefix("\ufeff")
             entry = _detect(head_text, source)

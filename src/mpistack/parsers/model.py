@@ -52,11 +52,11 @@ class ParsedRow:
     line: int = 0
 
 
-_VALIDATION_CODES = {None: 0, "pass": 1, "fail": 2}
-VALIDATION_NAMES = _VALIDATION_NAMES = (None, "pass", "fail")
-NO_SIZE = _NO_SIZE = -1  # barrier rows have no message size; sizes are never negative
+VALIDATION_NAMES = (None, "pass", "fail")  # by the code a row table stores
+_VALIDATION_CODES = {name: code for code, name in enumerate(VALIDATION_NAMES)}
+NO_SIZE = -1  # barrier rows have no message size; sizes are never negative
 _MISSING = math.nan  # figures are finite, so NaN marks a metric or statistic a row does not have
-INTEGER_STATS = _INTEGER_STATS = frozenset({"iterations"})
+INTEGER_STATS = frozenset({"iterations"})
 
 
 def check_row(row: ParsedRow) -> None:
@@ -70,7 +70,7 @@ def check_row(row: ParsedRow) -> None:
         if not math.isfinite(value):
             raise RowError(f"figure {name} = {value}: expected a finite number")
     for name, value in row.stats.items():
-        if name in _INTEGER_STATS:
+        if name in INTEGER_STATS:
             if not (math.isfinite(value) and 0 <= value <= INT32_MAX and value == int(value)):
                 raise RowError(f"{name} {value} is not a whole number in 0..2^31-1, the range a store holds")
         elif not math.isfinite(value):
@@ -114,7 +114,7 @@ class RowTable:
                 self._stats[name].append(value)
         else:
             self._add_columns(row)
-        self._sizes.append(_NO_SIZE if row.size is None else row.size)
+        self._sizes.append(NO_SIZE if row.size is None else row.size)
         self._lines.append(row.line)
         self._validation.append(_VALIDATION_CODES[row.validation])
 
@@ -142,9 +142,9 @@ class RowTable:
         for name, column in self._stats.items():
             value = column[index]
             if value == value:  # not NaN
-                stats[name] = int(value) if name in _INTEGER_STATS else value
-        return ParsedRow(size=None if size == _NO_SIZE else size, values=values, stats=stats,
-                         validation=_VALIDATION_NAMES[self._validation[index]], line=self._lines[index])
+                stats[name] = int(value) if name in INTEGER_STATS else value
+        return ParsedRow(size=None if size == NO_SIZE else size, values=values, stats=stats,
+                         validation=VALIDATION_NAMES[self._validation[index]], line=self._lines[index])
 
     def __getitem__(self, index):
         if isinstance(index, slice):

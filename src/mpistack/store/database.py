@@ -46,8 +46,7 @@ def retrying(engine: Engine, operation: Callable[[], T], delays: Sequence[float]
         try:
             return operation()
         except (OperationalError, InterfaceError) as error:
-            text = str(error.orig if error.orig is not None else error).strip()
-            reason = hide_password((text.splitlines() or [type(error).__name__])[0],
+            reason = hide_password(driver_message(error) or type(error).__name__,
                                    engine.url.render_as_string(hide_password=False))
             if delay is None:
                 raise StoreUnavailable(f"the results store {engine.url.render_as_string(hide_password=True)} did "
@@ -57,6 +56,13 @@ def retrying(engine: Engine, operation: Callable[[], T], delays: Sequence[float]
                 on_retry(reason, delay)
             time.sleep(delay)
     raise AssertionError("unreachable")
+
+
+def driver_message(error: Exception) -> str:
+    """The first line of the database driver's own message (not SQLAlchemy's dump of the statement); empty
+    when it says nothing."""
+    lines = str(getattr(error, "orig", None) or error).strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def resolve_url(db: str | None) -> str:
@@ -112,18 +118,23 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
 
 
 def _sqlite_begin(connection) -> None:
-    # "IMMEDIATE" where a connection asks for it (migrations): the write lock is taken at BEGIN, so that a
-    # second process waits there (busy timeout) instead of failing when it upgrades a read lock
+    # "IMMEDIATE" where a connection asks for it (write_connection): the write lock is taken at BEGIN, so that
+    # a second process waits there (busy timeout) instead of failing when it upgrades a read lock
     connection.exec_driver_sql(f"BEGIN {connection.get_execution_options().get('sqlite_begin', '')}".strip())
+
+
+def write_connection(engine: Engine) -> Connection:
+    """A connection for transactions that write. On SQLite each takes the write lock at BEGIN (IMMEDIATE), so
+    that it waits its turn (busy timeout) behind other writers: a transaction that read first and then writes
+    is refused at once with "database is locked" when another process committed in between (SQLite cannot let
+    it wait: its snapshot is stale). PostgreSQL needs nothing of the kind."""
+    return engine.connect().execution_options(sqlite_begin="IMMEDIATE")
 
 
 @contextmanager
 def write_transaction(engine: Engine) -> Iterator[Connection]:
-    """A transaction that writes, committed at the end of the block. On SQLite its write lock is taken at
-    BEGIN (IMMEDIATE), so that it waits its turn (busy timeout) behind other writers: a transaction that
-    read first and then writes is refused at once with "database is locked" when another process committed
-    in between (SQLite cannot let it wait: its snapshot is stale). PostgreSQL needs nothing of the kind."""
-    with engine.connect().execution_options(sqlite_begin="IMMEDIATE") as connection, connection.begin():
+    """A transaction that writes (see `write_connection`), committed at the end of the block."""
+    with write_connection(engine) as connection, connection.begin():
         yield connection
 
 

@@ -39,9 +39,6 @@ _NUMERIC_KEYS = {"size", "value", "iterations", "run", "ranks", "nodes", "campai
 OUTPUT_FIELDS = ("run", "benchmark", "size", "metric", "value", "unit", "status", "stack", "approach", "launcher",
                  "ranks", "nodes", "buffers", "device", "suite", "validation")
 STAT_FIELDS = tuple(field for field in RESULT_STAT_FIELDS if field != "validation")
-#: fields every result and run row carries beyond the default columns, for a listing to select: `transport`
-#: is what the run's MPI library said it used (a dict, see parsers/transport.py)
-SELECTABLE_FIELDS = ("transport",)
 
 
 class WhereError(ValueError):
@@ -88,16 +85,27 @@ class Where:
         return matching if self.operator == "=" else ~matching
 
 
+def _run_columns(fields: Iterable[str]) -> list:
+    """The runs-table columns of these fields, in order, each under the field's name: a --where key's column
+    (run, campaign and suite name theirs otherwise), else the column of that name."""
+    return [(_RUN_KEYS[name] if name in _RUN_KEYS else getattr(_RUNS, name)).label(name) for name in fields]
+
+
+def id_chunks(ids: Iterable[int], size: int = 5000) -> Iterator[list[int]]:
+    """Distinct ids in sorted chunks, for IN lists that stay under the databases' bound-parameter limits."""
+    ordered = sorted(set(ids))
+    for start in range(0, len(ordered), size):
+        yield ordered[start:start + size]
+
+
+# Fields of each run `query_runs` returns (tags follow).
 RUN_FIELDS = ("run", "campaign", "benchmark", "status", "stack", "approach", "launcher", "ranks", "nodes", "buffers",
-              "message", "started_at")
+              "message", "started_at", "transport")
 
 
 def query_runs(engine: Engine, filters: list[Where] | None = None, limit: int | None = None) -> list[dict]:
     """Runs matching every filter (run fields and tags), in the order they were recorded, with their tags."""
-    columns = [_RUNS.id.label("run"), _RUNS.campaign_id.label("campaign"), _RUNS.benchmark, _RUNS.status,
-               _RUNS.stack, _RUNS.approach, _RUNS.launcher, _RUNS.ranks, _RUNS.nodes, _RUNS.buffers, _RUNS.message,
-               _RUNS.started_at, _RUNS.transport]
-    statement = select(*columns)
+    statement = select(*_run_columns(RUN_FIELDS))
     for where in filters or []:
         statement = statement.where(where.clause(run_id=_RUNS.id, result_keys=False))
     rows, tags = _fetch(engine, statement.order_by(_RUNS.id), limit)
@@ -117,9 +125,7 @@ def _fetch(engine: Engine, statement, limit: int | None) -> tuple[list[dict], di
 
 def _tags_of(connection, run_ids: list[int]) -> dict[int, dict[str, str]]:
     tags: dict[int, dict[str, str]] = {}
-    run_ids = sorted(set(run_ids))
-    for start in range(0, len(run_ids), 5000):  # stay under bound-parameter limits
-        chunk = run_ids[start:start + 5000]
+    for chunk in id_chunks(run_ids):
         for run_id, key, value in connection.execute(
             select(_TAGS.run_id, _TAGS.key, _TAGS.value).where(_TAGS.run_id.in_(chunk))
         ):
@@ -164,6 +170,10 @@ def query_results(engine: Engine, filters: list[Where] | None = None, limit: int
     return rows
 
 
+# Run fields the analysis reads of each launch, beside the run's tags.
+EVIDENCE_RUN_FIELDS = ("run", "campaign", "benchmark", "status", "stack", "approach", "ranks", "nodes", "buffers",
+                       "message", "mpi_library_version")
+
 
 @contextlib.contextmanager
 def launch_evidence(engine: Engine, filters: list[Where] | None = None,
@@ -175,22 +185,18 @@ def launch_evidence(engine: Engine, filters: list[Where] | None = None,
 
     A context manager: the results are read from the database as they are iterated, within the block, so that a
     million of them are never all in memory at once."""
-    run_columns = [_RUNS.id.label("run"), _RUNS.campaign_id.label("campaign"), _RUNS.benchmark, _RUNS.status,
-                   _RUNS.stack, _RUNS.approach, _RUNS.ranks, _RUNS.nodes, _RUNS.buffers, _RUNS.message,
-                   _RUNS.mpi_library_version]
     conditions = []
     for where in filters or []:
         if where.key in _RESULT_KEYS and where.key not in _RUN_KEYS:
             raise WhereError(f"--where {where.key}: the analysis selects runs; filter on a run field or a tag")
         conditions.append(where.clause(run_id=_RUNS.id, result_keys=False))
     figure = func.coalesce(_RESULTS.median, _RESULTS.value)
-    names = [column.name for column in run_columns]
     with engine.connect() as connection:
         # the driver's plain tuples, not a Row object each; joins on the same conditions, not IN lists of ids
         by_id = {}
-        runs = connection.execute(select(*run_columns).where(*conditions).order_by(_RUNS.id))
+        runs = connection.execute(select(*_run_columns(EVIDENCE_RUN_FIELDS)).where(*conditions).order_by(_RUNS.id))
         for values in runs.cursor.fetchall():
-            run = dict(zip(names, values))
+            run = dict(zip(EVIDENCE_RUN_FIELDS, values))
             run["tags"] = {}
             by_id[values[0]] = run
         shown = RunTagRow.__table__.alias("shown")  # tag filters correlate with run_tags itself
@@ -215,14 +221,11 @@ PROVENANCE_FIELDS = ("run", "stack", "approach", "launcher", "command", "environ
 def run_provenance(engine: Engine, run_ids: list[int]) -> dict[int, dict]:
     """Provenance of the given runs (command, environment, MPI library version, image digest, hosts, ...) by id,
     read in one query per 5000 ids."""
-    columns = [_RUNS.id.label("run"), _RUNS.stack, _RUNS.approach, _RUNS.launcher, _RUNS.command, _RUNS.environment,
-               _RUNS.benchmark_suite, _RUNS.mpi_library_version, _RUNS.libfabric_version, _RUNS.libfabric_provider,
-               _RUNS.image_digest, _RUNS.hosts, _RUNS.tool_version, _RUNS.started_at, _RUNS.transport]
+    columns = _run_columns(PROVENANCE_FIELDS)
     out: dict[int, dict] = {}
-    ids = sorted(set(run_ids))
     with engine.connect() as connection:
-        for start in range(0, len(ids), 5000):  # stay under bound-parameter limits
-            for row in connection.execute(select(*columns).where(_RUNS.id.in_(ids[start:start + 5000]))):
+        for chunk in id_chunks(run_ids):
+            for row in connection.execute(select(*columns).where(_RUNS.id.in_(chunk))):
                 out[row.run] = dict(row._mapping)
     return out
 
@@ -241,8 +244,8 @@ def run_record(engine: Engine, run_id: int) -> dict | None:
     from .schema import CampaignRow
 
     campaigns = CampaignRow.__table__.c
-    columns = [_RUNS.id.label("run"), _RUNS.campaign_id.label("campaign"), campaigns.name.label("campaign_name"),
-               *(getattr(_RUNS, name) for name in RUN_RECORD_FIELDS[3:])]
+    columns = [*_run_columns(RUN_RECORD_FIELDS[:2]), campaigns.name.label("campaign_name"),
+               *_run_columns(RUN_RECORD_FIELDS[3:])]
     with engine.connect() as connection:
         row = connection.execute(
             select(*columns).outerjoin(CampaignRow.__table__, campaigns.id == _RUNS.campaign_id)
@@ -277,24 +280,24 @@ def unknown_where_key(engine: Engine, filters: list[Where]) -> str | None:
             f"tags in this store: {known_tags}")
 
 
+# Run fields the doctor reads of each run (its tags and failed sizes follow).
+DIAGNOSTIC_FIELDS = ("run", "campaign", "benchmark", "status", "message", "stack", "approach", "launcher", "ranks",
+                     "nodes", "buffers", "command", "environment", "transport", "mpi_library_version",
+                     "libfabric_provider")
+
+
 def run_diagnostics(engine: Engine, filters: list[Where] | None = None) -> list[dict]:
     """What the doctor reads of each matching run: status, message, command, environment, the transport its MPI
     reported, with its tags and the sizes whose validation failed (``failed_sizes``)."""
-    columns = [_RUNS.id.label("run"), _RUNS.campaign_id.label("campaign"), _RUNS.benchmark, _RUNS.status,
-               _RUNS.message, _RUNS.stack, _RUNS.approach, _RUNS.launcher, _RUNS.ranks, _RUNS.nodes, _RUNS.buffers,
-               _RUNS.command, _RUNS.environment, _RUNS.transport, _RUNS.mpi_library_version,
-               _RUNS.libfabric_provider]
-    statement = select(*columns)
+    statement = select(*_run_columns(DIAGNOSTIC_FIELDS))
     for where in filters or []:
         statement = statement.where(where.clause(run_id=_RUNS.id, result_keys=False))
     rows, tags = _fetch(engine, statement.order_by(_RUNS.id), None)
     failed: dict[int, list] = {}
-    ids = [row["run"] for row in rows]
     with engine.connect() as connection:
-        for start in range(0, len(ids), 5000):  # stay under bound-parameter limits
+        for chunk in id_chunks(row["run"] for row in rows):
             for run_id, size in connection.execute(
-                select(_RESULTS.run_id, _RESULTS.size).where(_RESULTS.run_id.in_(ids[start:start + 5000]),
-                                                             _RESULTS.validation == "fail")
+                select(_RESULTS.run_id, _RESULTS.size).where(_RESULTS.run_id.in_(chunk), _RESULTS.validation == "fail")
             ):
                 failed.setdefault(run_id, []).append(size)
     for row in rows:

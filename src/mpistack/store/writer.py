@@ -16,6 +16,7 @@ from sqlalchemy import Connection, bindparam, delete, insert, select, text
 from ..parsers.model import INTEGER_STATS, NO_SIZE, VALIDATION_NAMES, ParsedRun
 from ..spec.provenance import Provenance
 from ..spec.status import RunStatus
+from .query import id_chunks
 from .schema import RESULT_STAT_FIELDS, ResultRow, RunRow, RunTagRow, utcnow
 
 # Provenance fields stored in a column of the same name; environment is JSON, the rest are scalars.
@@ -49,13 +50,9 @@ def run_row(run: ParsedRun, *, source: str | None, campaign_id: int | None = Non
     return row
 
 
-def result_rows(run: ParsedRun, run_id: int) -> list[dict]:
-    """One results-table row per metric per message size; statistics go with the primary metric."""
-    return [row for batch in result_batches(run, run_id) for row in batch]
-
-
-def result_batches(run: ParsedRun, run_id: int, batch: int = RESULT_BATCH) -> Iterator[list[dict]]:
-    """The results-table rows of a run, `batch` at a time, read straight from its row table's columns."""
+def result_batches(run: ParsedRun, run_id: int) -> Iterator[list[dict]]:
+    """The results-table rows of a run (one per metric per message size; statistics go with the primary
+    metric), RESULT_BATCH at a time, read straight from its row table's columns."""
     rows: list[dict] = []
     primary = run.primary_metric
     sizes, validations, metrics, stats = run.rows.columns()
@@ -80,7 +77,7 @@ def result_batches(run: ParsedRun, run_id: int, batch: int = RESULT_BATCH) -> It
                     if figure == figure:
                         row[name] = int(figure) if name in INTEGER_STATS else figure
             rows.append(row)
-        if len(rows) >= batch:
+        if len(rows) >= RESULT_BATCH:
             yield rows
             rows = []
     if rows:
@@ -169,17 +166,11 @@ def savepoint(connection: Connection) -> Iterator[None]:
 
 
 def delete_runs(connection: Connection, run_ids: Iterable[int]) -> int:
-    """Remove runs by id, with their results and tags; returns how many were removed."""
-    ids = sorted(set(run_ids))
-    removed = 0
-    runs = RunRow.__table__.c
-    for start in range(0, len(ids), 5000):  # stay under bound-parameter limits
-        chunk = ids[start:start + 5000]
-        # results and tags first: SQLite enforces the cascade only with foreign keys on, which a caller may not have
-        connection.execute(delete(ResultRow.__table__).where(ResultRow.__table__.c.run_id.in_(chunk)))
-        connection.execute(delete(RunTagRow.__table__).where(RunTagRow.__table__.c.run_id.in_(chunk)))
-        removed += connection.execute(delete(RunRow.__table__).where(runs.id.in_(chunk))).rowcount
-    return removed
+    """Remove runs by id, with their results and tags (the schema's ON DELETE CASCADE, as in
+    `delete_runs_tagged`: every store connection has foreign keys on); returns how many were removed."""
+    runs = RunRow.__table__
+    return sum(connection.execute(delete(runs).where(runs.c.id.in_(chunk))).rowcount
+               for chunk in id_chunks(run_ids))
 
 
 @dataclass(frozen=True)

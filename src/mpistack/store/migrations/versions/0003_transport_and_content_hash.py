@@ -15,14 +15,14 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("runs") as batch:
-        batch.add_column(sa.Column("transport", sa.JSON))
-        batch.add_column(sa.Column("content_sha256", sa.String(64)))
-        batch.create_index("ix_runs_content_sha256", ["content_sha256"])
+    op.add_column("runs", sa.Column("transport", sa.JSON))
+    op.add_column("runs", sa.Column("content_sha256", sa.String(64)))
+    op.create_index("ix_runs_content_sha256", "runs", ["content_sha256"])
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("runs") as batch:
-        batch.drop_index("ix_runs_content_sha256")
-        batch.drop_column("content_sha256")
-        batch.drop_column("transport")
+    # Plain ALTER TABLE, not a batch: a batch copies runs into a new table and drops the old one, and with
+    # foreign keys on (every store connection) SQLite's DROP TABLE cascades to every result and tag.
+    op.drop_index("ix_runs_content_sha256", table_name="runs")
+    op.drop_column("runs", "content_sha256")
+    op.drop_column("runs", "transport")
