@@ -78,7 +78,9 @@ def test_apptainer_settings_read_back_and_run_nothing(tmp_path, template):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("prefix", ["/opt/rocm,/etc:/etc", "/opt/rocm\ntouch /tmp/x", "/opt/$(id):/x:/y"])
+# "/opt/rocm\n": a trailing new line, which a `$` anchor would let through
+@pytest.mark.parametrize("prefix", ["/opt/rocm,/etc:/etc", "/opt/rocm\ntouch /tmp/x", "/opt/$(id):/x:/y",
+                                    "/opt/rocm\n"])
 def test_a_bind_path_no_bind_list_can_carry_is_refused_with_the_field(prefix):
     stack = catalogue.load("lumi-ofi1152-mpich423")
     stack = stack.model_copy(update={"gpu": stack.gpu.model_copy(update={"prefix": prefix})})
@@ -86,7 +88,7 @@ def test_a_bind_path_no_bind_list_can_carry_is_refused_with_the_field(prefix):
         runtime.apptainer_binds(stack, "bind", system="lumi")
 
 
-@pytest.mark.parametrize("name", ["A B", "X=1; touch /tmp/x #", "1ABC", "A\nB", "A$(id)"])
+@pytest.mark.parametrize("name", ["A B", "X=1; touch /tmp/x #", "1ABC", "A\nB", "A$(id)", "AB\n"])
 def test_variable_names_are_checked_against_a_strict_pattern(name):
     with pytest.raises(ValueError, match="is not an environment variable name"):
         systems.ApproachPaths(env={name: "1"})

@@ -9,8 +9,6 @@ a made-up host, and a dry run prints exactly what the run executes.
 from __future__ import annotations
 
 import os
-import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +18,7 @@ from ..launchers import LaunchPlan, RankStarter
 from ..registry import LAUNCHERS
 from ..runtime import presets
 from ..spec.case import Case
-from .fabric_facts import GLIBC, HostLibfabric, ImageFabric, probe_host_libfabric
+from .fabric_facts import HostLibfabric, ImageFabric, dependencies, find_library, probe_host_libfabric
 
 # The host's MPI library, the names a binary may ask it by, and how its ABI is named in messages.
 HOST_MPI_LIBRARIES = {"mpich": ("libmpich.so.12", ("libmpi.so.12", "libmpich.so.12"))}
@@ -59,20 +57,11 @@ class HostFacts:
 
 def _library_files(mpi: str) -> tuple[tuple[str, str], ...]:
     library, aliases = HOST_MPI_LIBRARIES[mpi]
-    try:
-        listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
+    found = find_library(library)
+    if found is None:
         return ()
-    match = re.search(rf"^\s*{re.escape(library)} \(([^)]*)\) => (\S+)", listing, re.MULTILINE)
-    if not match:
-        return ()
-    path = os.path.realpath(match.group(2))
-    files = [(path, alias) for alias in aliases]
-    ldd = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
-    for name, resolved in re.findall(r"^\s*(\S+) => (/\S+)", ldd, re.MULTILINE):
-        if not GLIBC.match(name):
-            files.append((os.path.realpath(resolved), name))
-    return tuple(files)
+    path = os.path.realpath(found)
+    return (*((path, alias) for alias in aliases), *dependencies(path))
 
 
 @dataclass

@@ -78,12 +78,26 @@ def readelf_versions(path: str) -> tuple[str | None, tuple[str, ...], dict[str, 
             {name: tuple(versions) for name, versions in needs.items()})
 
 
+def ldd_resolved(listing: str) -> dict[str, str]:
+    """{name asked for: path the loader resolves it to} of an ldd listing."""
+    return dict(re.findall(r"^\s*(\S+) => (/\S+)", listing, re.MULTILINE))
+
+
 def dependencies(path: str) -> tuple[tuple[str, str], ...]:
     """The libraries `path` needs besides the C library, as (real host path, name asked for)."""
     ldd = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
-    return tuple((os.path.realpath(resolved), name) for name, resolved in re.findall(r"^\s*(\S+) => (/\S+)", ldd,
-                                                                                     re.MULTILINE)
+    return tuple((os.path.realpath(resolved), name) for name, resolved in ldd_resolved(ldd).items()
                  if not GLIBC.match(name))
+
+
+def find_library(soname: str) -> str | None:
+    """Where the dynamic loader finds ``soname`` on the host (ldconfig's cache), or None."""
+    try:
+        listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    match = re.search(rf"^\s*{re.escape(soname)} \([^)]*\) => (\S+)", listing, re.MULTILINE)
+    return match.group(1) if match else None
 
 
 def fi_version(path: str) -> str | None:
@@ -111,15 +125,11 @@ def host_libfabric(path: str) -> HostLibfabric:
 def probe_host_libfabric() -> HostLibfabric | None:
     """The system's libfabric.so.1 as the dynamic loader finds it (ldconfig's cache); None without one or
     without readelf."""
-    try:
-        listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    match = re.search(rf"^\s*{re.escape(LIBFABRIC_SONAME)} \([^)]*\) => (\S+)", listing, re.MULTILINE)
-    if not match:
+    path = find_library(LIBFABRIC_SONAME)
+    if path is None:
         return None
     try:
-        return host_libfabric(match.group(1))
+        return host_libfabric(path)
     except (OSError, subprocess.CalledProcessError):
         return None
 
@@ -129,7 +139,7 @@ def _ldd_in_image(engine: Engine, image: str, program: str) -> dict[str, str]:
                      timeout=120)
     if run.returncode != 0:
         raise EngineError(f"ldd of {program} in {image} failed ({run.returncode}): {run.stderr.strip()[-500:]}")
-    return dict(re.findall(r"^\s*(\S+) => (/\S+)", run.stdout, re.MULTILINE))
+    return ldd_resolved(run.stdout)
 
 
 def _copy_out(engine: Engine, image: str, path: str, directory: str) -> str:

@@ -9,7 +9,7 @@ import secrets
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 
 class DirectoryInUse(ValueError):
@@ -22,12 +22,12 @@ def is_build_context(path: Path) -> bool:
 
 
 @contextmanager
-def atomic_directory(target: Path, *, replaceable: Callable[[Path], bool] = is_build_context) -> Iterator[Path]:
+def atomic_directory(target: Path) -> Iterator[Path]:
     """Yield an empty temporary directory beside ``target``; when the block ends without an error, it becomes
-    ``target``. An existing ``target`` is replaced when it is empty or ``replaceable``, refused otherwise
+    ``target``. An existing ``target`` is replaced when it is empty or a build context, refused otherwise
     (DirectoryInUse). On an error the temporary directory, and any parent directory made for it, is removed."""
     target = Path(os.path.abspath(target))
-    if target.exists() and not _may_replace(target, replaceable):
+    if target.exists() and not _may_replace(target):
         raise DirectoryInUse(f"{target}: exists and is not a build context written by mpistack "
                              "(no Containerfile and mpistack.def): choose a new directory or remove it")
     made = _make_parents(target.parent)
@@ -59,10 +59,10 @@ def _sibling(target: Path, kind: str) -> Path:
     raise FileExistsError(f"{target.parent}: no free name for a temporary directory")
 
 
-def _may_replace(target: Path, replaceable: Callable[[Path], bool]) -> bool:
+def _may_replace(target: Path) -> bool:
     if not target.is_dir() or target.is_symlink():
         return False
-    return not any(target.iterdir()) or replaceable(target)
+    return not any(target.iterdir()) or is_build_context(target)
 
 
 def _make_parents(parent: Path) -> list[Path]:

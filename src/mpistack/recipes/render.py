@@ -213,11 +213,11 @@ def _write(path: Path, text: str, mode: int = PIP_CONFIG_MODE) -> None:
 
 
 @contextlib.contextmanager
-def build_secrets(stack: Stack, context: Path, versions_path: Path | None = None) -> Iterator[dict[str, Path]]:
+def build_secrets(stack: Stack, context: Path) -> Iterator[dict[str, Path]]:
     """The build secrets a build of ``stack`` needs, {id: file}: the host's pip configuration with its index
     credentials when it has any, else nothing. Each file is mode 0600 in a private temporary directory outside
     the build ``context``, removed when the block ends, also on an exception or Ctrl-C."""
-    if not any(isinstance(block, PipMpiBlock) for block in blocks_for(stack, versions_path)):
+    if not any(isinstance(block, PipMpiBlock) for block in blocks_for(stack)):
         yield {}
         return
     secret = host_pip_settings().secret_config()

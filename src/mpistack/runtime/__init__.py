@@ -20,6 +20,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..recipes.escaping import comment
 from ..registry import APPROACHES
 from ..spec.stack import Stack
 from . import systems
@@ -92,20 +93,15 @@ def launch_command(stack: Stack, ranks: int, argv: list[str], *, binding: str = 
     return [*mpiexec_argv(stack.launcher, stack.mpi.impl, ranks, binding), *argv]
 
 
-def _comment(text: str) -> str:
-    """One comment line: control characters (a newline would end the comment) become spaces."""
-    return re.sub(r"[\x00-\x1f\x7f]", " ", str(text))
-
-
 def _export(name: str, value: str, where: str) -> str:
     return f"export {check_env_name(name, where)}={shlex.quote(value)}"
 
 
 def env_script(stack: Stack, **options) -> str:
     preset = presets(stack, **options)
-    lines = ["# " + _comment(f"mpistack runtime environment for {stack.name} ({stack.mpi.impl} {stack.mpi.version}, "
-                             f"network {options.get('network') or stack.network})")]
-    lines += ["# " + _comment(note) for note in preset.notes]
+    lines = ["# " + comment(f"mpistack runtime environment for {stack.name} ({stack.mpi.impl} {stack.mpi.version}, "
+                            f"network {options.get('network') or stack.network})")]
+    lines += ["# " + comment(note) for note in preset.notes]
     lines += [_export(key, value, "environment preset") for key, value in preset.env.items()]
     return "\n".join(lines) + "\n"
 
@@ -128,7 +124,7 @@ def edf(stack: Stack, *, image: str | None = None, mounts: list[str] | None = No
         cxi_hook: bool = True, gpu: bool = False) -> str:
     """A CSCS Container Engine environment definition file (TOML)."""
     preset = presets(stack, gpu=gpu)
-    lines = ["# " + _comment(f"CSCS Container Engine EDF for {stack.name}, written by mpistack"),
+    lines = ["# " + comment(f"CSCS Container Engine EDF for {stack.name}, written by mpistack"),
              f"# run with: srun --mpi={srun_mpi(stack)} --environment=<this file> ...",
              f"image = {_toml_str(ce_image(image or stack.image_ref()))}"]
     if mounts:
@@ -160,8 +156,8 @@ def apptainer_env(stack: Stack, approach: str, *, system: str = DEFAULT_SYSTEM) 
 def apptainer_script(stack: Stack, approach: str, *, system: str = DEFAULT_SYSTEM) -> str:
     """A file to source before `apptainer exec`: APPTAINER_BIND and APPTAINERENV_* for the approach."""
     profile = systems.load(system)
-    body = ["# " + _comment(f"Apptainer settings for the {approach} approach of {stack.name} on system "
-                            f"{system} ({profile.source}): source this file, then"),
+    body = ["# " + comment(f"Apptainer settings for the {approach} approach of {stack.name} on system "
+                           f"{system} ({profile.source}): source this file, then"),
             "#   apptainer exec IMAGE.sif ...",
             _export("APPTAINER_BIND", ",".join(apptainer_binds(stack, approach, system=system)), "bind list")]
     body += [_export(f"APPTAINERENV_{check_env_name(key, 'Apptainer env')}", value, "Apptainer env")

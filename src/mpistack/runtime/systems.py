@@ -10,19 +10,16 @@ rendered for a local stack carry no centre's paths.
 from __future__ import annotations
 
 import re
-import tomllib
 from functools import cache
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..data import data_path
 from ..registry import APPROACHES
+from ..spec.stack import CONTROL_RE, ENV_NAME_RE
+from ..spec.toml_files import load_model, read_text
 
 DEFAULT_SYSTEM = "local"
-# an environment variable's name: what a shell, Apptainer's APPTAINERENV_ prefix and an EDF key all accept
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# an absolute path, with no separator of Apptainer's bind list (',' and ':') and no control character
-_BIND_PATH = re.compile(r"^/[^,:\x00-\x1f\x7f]*$")
 
 
 class SystemProfileError(ValueError):
@@ -30,7 +27,9 @@ class SystemProfileError(ValueError):
 
 
 def check_env_name(name: str, where: str) -> str:
-    if not ENV_NAME.match(name):
+    """An environment variable's name (the stack spec's pattern): what a shell, Apptainer's APPTAINERENV_
+    prefix and an EDF key all accept."""
+    if not ENV_NAME_RE.fullmatch(name):
         raise ValueError(f"{where}: {name!r} is not an environment variable name (expected letters, digits and "
                          "'_', not starting with a digit)")
     return name
@@ -39,7 +38,9 @@ def check_env_name(name: str, where: str) -> str:
 def check_bind(spec: str, where: str) -> str:
     """'PATH' or 'HOST:CONTAINER', both absolute paths an Apptainer bind list can carry."""
     parts = spec.split(":")
-    if len(parts) > 2 or not all(_BIND_PATH.match(part) for part in parts):
+    # each an absolute path, with no separator of Apptainer's bind list (',' and ':') and no control character
+    if len(parts) > 2 or not all(part.startswith("/") and "," not in part and not CONTROL_RE.search(part)
+                                 for part in parts):
         raise ValueError(f"{where}: {spec!r} is not a bind (expected /HOST/PATH or /HOST/PATH:/CONTAINER/PATH, "
                          "without ',' or control characters)")
     return spec
@@ -95,10 +96,4 @@ def load(name: str = DEFAULT_SYSTEM) -> System:
     path = data_path("systems", f"{name}.toml")
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name) or not path.is_file():
         raise SystemProfileError(f"unknown system {name!r}: expected one of {', '.join(names())}")
-    try:
-        return System.model_validate(tomllib.loads(path.read_text()))
-    except tomllib.TOMLDecodeError as error:
-        raise SystemProfileError(f"{path}: {error}") from None
-    except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
-        raise SystemProfileError(f"{path}: {problems}") from None
+    return load_model(System, read_text(path, SystemProfileError), str(path), SystemProfileError)

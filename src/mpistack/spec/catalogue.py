@@ -10,9 +10,9 @@ from pathlib import Path
 
 from ..data import data_path
 from .stack import Stack, StackError, load_stack
+from .toml_files import user_config_file
 
 CATALOGUE = data_path("catalogue")
-USER_CONFIG = "~/.config/mpistack/config.toml"
 _stacks_dir: Path | None = None  # set by `mpistack stack --stacks DIR`
 
 
@@ -22,18 +22,13 @@ def use_stacks_dir(directory: Path | None) -> None:
     _stacks_dir = directory
 
 
-def config_path() -> Path:
-    config = os.environ.get("XDG_CONFIG_HOME")
-    return Path(config) / "mpistack" / "config.toml" if config else Path(USER_CONFIG).expanduser()
-
-
 def user_stacks_dir() -> tuple[Path, str] | None:
     """The user's stacks directory and where it was named, or None when none is."""
     if _stacks_dir is not None:
         return _stacks_dir, "--stacks"
     if os.environ.get("MPISTACK_STACKS"):
         return Path(os.environ["MPISTACK_STACKS"]).expanduser(), "$MPISTACK_STACKS"
-    path = config_path()
+    path = user_config_file("config.toml")
     if not path.is_file():
         return None
     try:

@@ -14,10 +14,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..data import data_path
-from .stack import CONTROL_RE, VERSION_RE
+from .stack import CONTROL_RE, is_release_version
+from .toml_files import user_config_file
 
 VERSIONS_FILE = data_path("versions.toml")
-USER_VERSIONS = "~/.config/mpistack/versions.toml"
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 #: a download URL (and its {version} placeholders): http or https (the sha256 pin, not TLS, vouches for the file),
 #: then the characters RFC 3986 allows unescaped, less the quotes and shell syntax ($, `, ', parentheses, *)
@@ -63,7 +63,7 @@ def _load(path: str) -> dict:
         if CONTROL_RE.search(str(entry.get("source", ""))):
             raise ValueError(f"{path}: {name}.source: expected one line of printable text")
         for version, sha in entry.get("versions", {}).items():
-            if len(version) > 32 or not VERSION_RE.fullmatch(version):
+            if not is_release_version(version):
                 raise ValueError(f"{path}: {name}.versions.{version[:40]!r}: expected a release version such as 4.3.1")
             if sha and not SHA256_RE.fullmatch(sha):
                 raise ValueError(f"{path}: {name}.versions.{version!r}: not a sha256 ({sha!r})")
@@ -82,8 +82,7 @@ def user_versions_path() -> Path | None:
     """The user's versions file: $MPISTACK_VERSIONS (which must exist), else the configuration directory's."""
     if os.environ.get("MPISTACK_VERSIONS"):
         return Path(os.environ["MPISTACK_VERSIONS"]).expanduser()
-    config = os.environ.get("XDG_CONFIG_HOME")
-    path = Path(config) / "mpistack" / "versions.toml" if config else Path(USER_VERSIONS).expanduser()
+    path = user_config_file("versions.toml")
     return path if path.is_file() else None
 
 

@@ -113,9 +113,14 @@ def _check_path(value: Tristate) -> Tristate:
     return value
 
 
-def _check_version(value: str) -> str:
+def is_release_version(value: str) -> bool:
+    """A release version such as 4.3.1, as stack files and versions.toml name them."""
     # fullmatch: `$` alone would also accept a trailing new line
-    if len(value) > 32 or not VERSION_RE.fullmatch(value):
+    return len(value) <= 32 and VERSION_RE.fullmatch(value) is not None
+
+
+def _check_version(value: str) -> str:
+    if not is_release_version(value):
         raise ValueError(f"expected a release version such as 4.3.1 (got {value!r})")
     return value
 

@@ -1,8 +1,9 @@
 """Reading TOML files into pydantic models with errors that name the file, the field and what was
-expected: shared by stacks, campaigns and references."""
+expected: shared by stacks, campaigns and references; and where the user's own files of mpistack live."""
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import TypeVar
@@ -10,6 +11,13 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 Model = TypeVar("Model", bound=BaseModel)
+
+
+def user_config_file(name: str) -> Path:
+    """``name`` in the user's mpistack configuration directory: $XDG_CONFIG_HOME/mpistack, else
+    ~/.config/mpistack (XDG Base Directory Specification)."""
+    base = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(base) if base else Path("~/.config").expanduser()) / "mpistack" / name
 
 
 def describe_errors(where: str, error: ValidationError, prefix: str = "") -> str:
