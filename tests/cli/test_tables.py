@@ -20,9 +20,6 @@ from mpistack.cli.common import OutputFormat
 from mpistack.cli.listing import print_listing
 from mpistack.cli.results import RESULTS_LAYOUT
 from mpistack.cli.runs import RUN_COLUMNS, RUNS_LAYOUT, run_lines
-
-# no run of these stores recorded a transport: a column empty in every row is left out
-RECORDED_COLUMNS = [column for column in RUN_COLUMNS if column != "transport"]
 from mpistack.parsers.model import ParsedRun
 from mpistack.report.tables import print_csv
 from mpistack.spec.provenance import Provenance
@@ -32,6 +29,9 @@ from mpistack.store.campaigns import campaign_summaries, start_campaign
 from mpistack.store.query import OUTPUT_FIELDS, query_results, query_runs
 from mpistack.store.writer import write_runs
 from tests.analysis.synthetic import record_campaign
+
+# no run of these stores recorded a transport: a column empty in every row is left out
+RECORDED_COLUMNS = [column for column in RUN_COLUMNS if column != "transport"]
 
 MESSAGE = "exit status 139: Segmentation fault in MPI_Init after the PMI handshake timed out on nid001 [/x]"
 LONG_STACK = "lumi-cxi-ofi1220-mpich423"

@@ -71,12 +71,16 @@ def load_verb(verb: Verb, markup_mode) -> TyperCommand | TyperGroup:
     return command
 
 
-def flags_without_metavar(command, ctx) -> None:
-    """A boolean flag takes no value, so its help shows none (typer would print `<bool>`): for `command`, its help
-    option and, for a group, every command under it."""
-    for param in [*command.params, command.get_help_option(ctx)]:
+def _blank_flag_metavars(params) -> None:
+    """A boolean flag takes no value, so its help shows none (typer would print `<bool>`)."""
+    for param in params:
         if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
             param.metavar = ""
+
+
+def flags_without_metavar(command, ctx) -> None:
+    """`_blank_flag_metavars` for `command`, its help option and, for a group, every command under it."""
+    _blank_flag_metavars([*command.params, command.get_help_option(ctx)])
     for sub in getattr(command, "commands", {}).values():
         flags_without_metavar(sub, ctx)
 
@@ -101,9 +105,7 @@ class LazyVerbs(TyperGroup):
 
     def get_params(self, ctx):
         params = super().get_params(ctx)
-        for param in params:
-            if getattr(param, "is_flag", False) and param.metavar is None:
-                param.metavar = ""
+        _blank_flag_metavars(params)
         return params
 
     def format_help(self, ctx, formatter) -> None:

@@ -21,7 +21,6 @@ DbOption = Annotated[
 ]
 
 
-
 class OutputFormat(str, Enum):
     table = "table"
     csv = "csv"
@@ -41,19 +40,25 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def where_filters(where: list[str] | None, store=None) -> list:
-    """The parsed `--where KEY=VALUE` options; a malformed one, or (given the store) one whose key is neither a
-    field nor a stored tag, ends the command with its error."""
-    from ..store.query import Where, WhereError, unknown_where_key
+def where_filters(where: list[str] | None) -> list:
+    """The parsed `--where KEY=VALUE` options; a malformed one ends the command with its error (before the store
+    is opened: it is the first thing to hear about)."""
+    from ..store.query import Where, WhereError
 
     try:
-        filters = [Where.parse(text) for text in where or []]
+        return [Where.parse(text) for text in where or []]
     except WhereError as error:
         fail(str(error))
-    problem = unknown_where_key(store, filters) if store is not None and filters else None
+
+
+def check_where_keys(store, filters: list) -> None:
+    """End the command when a filter's key is neither a field nor a tag of any stored run: a typo would otherwise
+    match nothing, silently."""
+    from ..store.query import unknown_where_key
+
+    problem = unknown_where_key(store, filters) if filters else None
     if problem:
         fail(problem)
-    return filters
 
 
 def database(db: str | None, migrate: bool = True, must_exist: bool = False):

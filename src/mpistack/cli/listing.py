@@ -15,6 +15,7 @@ from typing import IO, Annotated, Optional, Sequence
 
 import typer
 
+from ..report.tables import cell_text, print_csv, print_json, print_table
 from .common import OutputFormat, fail
 
 ColumnsOption = Annotated[Optional[str], typer.Option(
@@ -47,12 +48,6 @@ class Choice:
     hidden: list[str]     # columns left out for width
 
 
-def _text(value) -> str:
-    if value is None:
-        return ""
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
-
-
 def requested_columns(text: str | None, known: Sequence[str]) -> list[str] | None:
     """The `--columns` list, or None when not given; an unknown name ends the command, listing the known ones."""
     if text is None:
@@ -66,7 +61,7 @@ def requested_columns(text: str | None, known: Sequence[str]) -> list[str] | Non
 
 
 def natural_width(rows: Sequence[dict], column: str, header: str | None = None) -> int:
-    return max([len(header or column), *(len(_text(row.get(column))) for row in rows)])
+    return max([len(header or column), *(len(cell_text(row.get(column))) for row in rows)])
 
 
 def choose(layout: Layout, rows: Sequence[dict], columns: Sequence[str], width: int) -> Choice:
@@ -77,7 +72,7 @@ def choose(layout: Layout, rows: Sequence[dict], columns: Sequence[str], width: 
     same = {}
     if len(rows) > 1:
         for column in present:
-            values = {_text(row.get(column)) for row in rows}
+            values = {cell_text(row.get(column)) for row in rows}
             if column in layout.context and len(values) == 1:
                 same[column] = values.pop()
     wanted = [column for column in layout.priority if column in present and column not in same]
@@ -108,8 +103,6 @@ def print_listing(layout: Layout, output_format: OutputFormat, records: list[dic
                   total: int | None = None, stream: IO[str] | None = None, width: int | None = None) -> None:
     """A listing verb's output: the stored records whole as JSON; their display rows as CSV or a table.
     `columns`: every column there is, in order; `total`: how many matched in all when the listing was limited."""
-    from ..report.tables import print_csv, print_json, print_table
-
     stream = stream or sys.stdout
     requested = requested_columns(columns_option, columns)
     if output_format is OutputFormat.json:

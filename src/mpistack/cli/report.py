@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOption, database, db_name, fail, out, where_filters
+from .common import DbOption, check_where_keys, database, db_name, fail, out, where_filters
 
 
 class ReportFormat(str, Enum):
@@ -113,8 +113,9 @@ def report(
     from ..store.campaigns import campaign_name, campaign_spec, latest_campaign, newest_campaign
     from ..store.query import WhereError
 
+    filters = where_filters(where)
     store = database(db)
-    filters = where_filters(where, store)
+    check_where_keys(store, filters)
     campaign_id: int | None = None
     if campaign is not None:
         if campaign.isdigit():

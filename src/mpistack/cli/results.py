@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOption, FormatOption, OutputFormat, database, where_filters
+from .common import DbOption, FormatOption, OutputFormat, check_where_keys, database, where_filters
 from .listing import ColumnsOption, Layout, WideOption, print_listing
 
 WHERE_HELP = ("Filter on {fields} or a tag: KEY=VALUE, KEY!=VALUE, and for numbers also <, <=, >, >= (quote those "
@@ -40,9 +41,9 @@ def results(
     """List stored results, one per benchmark, message size and metric."""
     from ..store.query import OUTPUT_FIELDS, STAT_FIELDS, count_matching, query_results
 
-    where_filters(where)  # a malformed filter is the first thing to hear about
+    filters = where_filters(where)
     store = database(db, must_exist=True)
-    filters = where_filters(where, store)
+    check_where_keys(store, filters)
     rows = query_results(store, filters, limit)
     total = count_matching(store, filters) if limit and len(rows) == limit else None
     tag_keys = sorted({key for row in rows for key in row["tags"] if key not in OUTPUT_FIELDS})
@@ -50,13 +51,15 @@ def results(
     layout = RESULTS_LAYOUT
     if stats:  # asked for: shown after the value
         layout = replace(layout, priority=(*layout.priority[:5], *STAT_FIELDS, *layout.priority[5:]))
-    print_listing(layout, output_format, rows, transport_lines(rows, output_format, columns, wide), every,
+    every_column = wide or not sys.stdout.isatty()  # piped, a table has every column (listing.py)
+    print_listing(layout, output_format, rows, transport_lines(rows, output_format, columns, every_column), every,
                   columns_option=columns, wide=wide, total=total)
 
 
 def transport_lines(rows: list[dict], output_format: OutputFormat, columns: str | None, wide: bool) -> list[dict]:
     """The rows with what their MPI library said it used as one line of text, where a table or CSV shows it
-    (JSON keeps the record whole; a plain table does not show it, so the rows are not copied)."""
+    (JSON keeps the record whole; a terminal table fitted to its width does not show it, so the rows are not
+    copied). `wide`: the table has every column (--wide, or piped)."""
     if output_format is OutputFormat.json or not (wide or output_format is OutputFormat.csv
                                                   or "transport" in (columns or "")):
         return rows

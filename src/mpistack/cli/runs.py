@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOption, FormatOption, OutputFormat, database, where_filters
+from .common import DbOption, FormatOption, OutputFormat, check_where_keys, database, where_filters
 from .listing import ColumnsOption, Layout, WideOption, print_listing
 from .results import WHERE_HELP
 
@@ -52,9 +52,9 @@ def runs(
     """List stored runs, one per line, whatever their status (`--where status=failed` finds the failed ones)."""
     from ..store.query import count_matching, query_runs
 
-    where_filters(where)  # a malformed filter is the first thing to hear about
+    filters = where_filters(where)
     store = database(db, must_exist=True)
-    filters = where_filters(where, store)
+    check_where_keys(store, filters)
     rows = query_runs(store, filters, limit)
     total = count_matching(store, filters, runs=True) if limit and len(rows) == limit else None
     print_listing(RUNS_LAYOUT, output_format, [{**row, "variant": row["tags"].get("variant")} for row in rows],

@@ -138,6 +138,15 @@ class ProvenanceEntry:
     runs: int
     first: dict
 
+    @property
+    def transport(self) -> dict:
+        """What the first run's MPI library said it used (parsers/transport.py); empty when not recorded."""
+        return self.first.get("transport") or {}
+
+
+#: the matrix cells a report shows the doctor's findings under: the slow ones and the failing ones
+DIAGNOSED_LABELS = frozenset({"(Y)", "N"})
+
 
 @dataclass
 class Report:
@@ -158,7 +167,10 @@ class Report:
     findings: dict = field(default_factory=dict)
 
     def findings_of(self, row, column) -> list[dict]:
-        """The findings of one matrix cell (a StackRow and a Column)."""
+        """The findings shown under one matrix cell (a StackRow and a Column): a slow or failing cell's."""
+        cell = self.matrix.cell(row, column)
+        if cell is None or cell.label not in DIAGNOSED_LABELS:
+            return []
         return self.findings.get((row.key, (column.approach, column.variant)), [])
 
     @property
@@ -365,5 +377,6 @@ def collect(engine: Engine, filters: list[Where], settings: Settings = Settings(
                         provenance=_provenance(engine, rows))
 
 
-__all__ = ["BAND", "CANDIDATE_KEYS", "Group", "GroupKey", "ProvenanceEntry", "Report", "RunIssue", "Series", "SizeTable", "TableCell",
-           "UNITS", "build_report", "collect", "format_ratio", "format_value", "placement_text", "quantile"]
+__all__ = ["BAND", "CANDIDATE_KEYS", "DIAGNOSED_LABELS", "Group", "GroupKey", "ProvenanceEntry", "Report", "RunIssue",
+           "Series", "SizeTable", "TableCell", "UNITS", "build_report", "collect", "format_ratio", "format_value",
+           "placement_text", "quantile"]

@@ -44,7 +44,7 @@ def _report_values(report: Report) -> dict:
         "regressions": [regression.to_dict() for regression in report.regressions],
         # what each stack and approach's MPI said it used (its first run's probe): the evidence the findings rest on
         "transports": [{"scope": entry.scope, "stack": entry.stack, "column": entry.column, "runs": entry.runs,
-                        "transport": entry.first.get("transport") or {}} for entry in report.provenance],
+                        "transport": entry.transport} for entry in report.provenance],
         "findings": [{"scope": scope, "stack": stack, "approach": approach, "variant": variant, "findings": found}
                      for ((scope, stack), (approach, variant)), found in report.findings.items()],
     }

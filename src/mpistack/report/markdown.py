@@ -1,4 +1,4 @@
-"""report.md: per benchmark the seed-style tables (a row per size, a column per approach), then the classes, the
+"""report.md: per benchmark the tables of figures (a row per size, a column per approach), then the classes, the
 compatibility matrix with its legend, and the failed and timed-out runs. Rendered from templates/report.md."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from .. import __version__
 from ..analysis.answers import where_slow
 from ..analysis.classes import format_size
 from ..analysis.matrix import LEGEND, placement_text
-from ..spec.benchmarks import metric_of
 from ..parsers.transport import describe_transport
+from ..spec.benchmarks import metric_of
 from .data import Report
 
 

@@ -14,7 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 
-def _cell(value) -> str:
+def cell_text(value) -> str:
+    """A value as a table cell shows it: nothing for None, floats to two decimals."""
     if value is None:
         return ""
     if isinstance(value, float):
@@ -30,20 +31,20 @@ def print_table(rows: Sequence[dict], columns: Sequence[str], title: str | None 
     if stream.isatty():
         # Text, not str: stored values (messages, commands) may hold brackets that rich would read as markup.
         # Light rules and shared padding keep nine columns readable in 80 characters; rich narrows the widest
-        # columns first. Text, not str: stored values (messages, commands) may hold brackets that rich would
-        # read as markup. Long values fold onto more lines (nothing is lost); headers shorten with an ellipsis.
+        # columns first. Long values fold onto more lines (nothing is lost); headers shorten with an ellipsis.
         table = Table(title=Text(title) if title else None, header_style="bold", box=box.SIMPLE_HEAD,
                       pad_edge=False, collapse_padding=True)
         for column in columns:
             numeric = bool(rows) and isinstance(rows[0].get(column), (int, float))
             whole = numeric or (fold is not None and column not in fold)
+            widest = max((len(cell_text(row.get(column))) for row in rows), default=0) if whole else None
             table.add_column(Text(column, overflow="ellipsis"), justify="right" if numeric else "left", no_wrap=whole,
-                             min_width=max((len(_cell(row.get(column))) for row in rows), default=0) if whole else None)
+                             min_width=widest)
         for row in rows:
-            table.add_row(*(Text(_cell(row.get(column)), overflow="fold") for column in columns))
+            table.add_row(*(Text(cell_text(row.get(column)), overflow="fold") for column in columns))
         Console(file=stream, width=width).print(table)
         return
-    cells = [list(columns)] + [[_cell(row.get(column)) for column in columns] for row in rows]
+    cells = [list(columns)] + [[cell_text(row.get(column)) for column in columns] for row in rows]
     widths = [max(len(line[index]) for line in cells) for index in range(len(columns))]
     if title:
         stream.write(f"# {title}\n")
