@@ -6,6 +6,7 @@ TCP-class latency, the default is not."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -95,7 +96,7 @@ def test_the_doctor_names_the_tcp_transport_and_tcp_class_latency(campaign_db):
 
 def test_the_doctors_text_shows_the_transport_line_then_the_findings_at_80_columns(campaign_db):
     result = subprocess.run([*MPISTACK, "doctor", "--campaign", "doctor-e2e", "--db", str(campaign_db)],
-                            capture_output=True, text=True, timeout=600, env={**_environ(), "COLUMNS": "80"})
+                            capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "80"})
     assert result.returncode == 1, result.stderr
     lines = result.stdout.splitlines()
     assert max(len(line.rstrip()) for line in lines) <= 80
@@ -105,12 +106,6 @@ def test_the_doctors_text_shows_the_transport_line_then_the_findings_at_80_colum
     assert "transport (native): ucx tcp/lo,tcp/eth0; single-copy -" in lines[tcp_line + 1]
     finding = next(index for index, line in enumerate(lines) if "TCP-class latency" in line)
     assert finding > tcp_line
-
-
-def _environ() -> dict:
-    import os
-
-    return dict(os.environ)
 
 
 SINGLE_COPY = """name = "doctor-single-copy"
@@ -141,6 +136,6 @@ def test_containers_under_default_confinement_and_with_single_copy_rights_report
         ("ok", "single-copy: cma (recorded), confinement host-ipc-pid"),
         ("ok", "single-copy: cma (recorded), confinement single-copy")]
     text = subprocess.run([*MPISTACK, "doctor", "--campaign", "doctor-single-copy", "--db", str(db)],
-                          capture_output=True, text=True, timeout=600, env={**_environ(), "COLUMNS": "80"}).stdout
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "80"}).stdout
     assert "transport (host-ipc-pid): ucx sysv/memory,cma/memory; single-copy cma" in text
     assert "transport (single-copy): ucx sysv/memory,cma/memory; single-copy cma" in text

@@ -39,7 +39,7 @@ def test_an_mpich_binary_under_open_mpis_launcher_starts_singletons():
     assert by_rule(diagnose("host", probe_host("mpich", ranks=2)))["singletons"].verdict == "ok"
 
 
-def test_four_mpich_ranks_on_two_cores_are_warned(monkeypatch):
+def test_four_mpich_ranks_on_two_cores_are_warned():
     needs("mpiexec.mpich", "mpicc.mpich")
     facts = probe_host("mpich", ranks=4)
     if facts.cores is None or facts.cores >= 4:

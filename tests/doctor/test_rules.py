@@ -1,12 +1,14 @@
-"""The performance and plan rules that other tests do not reach: intra-node below inter-node (LINKx), a loss only
-above the eager/rendezvous switch, the stack effect (a small-message loss the same stack shows natively), the
-environment a stack needs and srun's --mpi plug-ins. Performance rules run on runs written through the real store
-writer and on the analysis' real answers; plan rules on the shipped stack catalogue."""
+"""The performance, plan and host rules that other tests do not reach: intra-node below inter-node (LINKx), a loss
+only above the eager/rendezvous switch, the stack effect (a small-message loss the same stack shows natively), the
+environment a stack needs, srun's --mpi plug-ins and libfabric's providers. Performance rules run on runs written
+through the real store writer and on the analysis' real answers; plan rules on the shipped stack catalogue; the
+providers rule on fi_info's real output."""
 
 from __future__ import annotations
 
 from mpistack.doctor import diagnose, diagnose_runs
 from mpistack.doctor.rules.plan import PlanSubject
+from mpistack.doctor.system import MARK, SystemFacts, parse_report
 from mpistack.parsers.model import ParsedRow, ParsedRun
 from mpistack.spec import catalogue
 from mpistack.spec.provenance import Provenance
@@ -162,3 +164,48 @@ def test_srun_without_the_stacks_mpi_plug_in_is_a_problem():
     assert "plan-srun-mpi" not in by_rule(diagnose("plan", plan("debian-openmpi", srun_mpi_types=["pmix_v4"])))
     # without srun on the machine nothing is said
     assert "plan-srun-mpi" not in by_rule(diagnose("plan", plan("debian-openmpi", srun_mpi_types=None)))
+
+
+#: `fi_info -l` of Debian 12's libfabric 1.17 on a machine without a fabric adapter
+DEBIAN_FI_INFO = """psm2:
+    version: 117.0
+psm:
+    version: 117.0
+ofi_rxm:
+    version: 117.0
+ofi_rxd:
+    version: 117.0
+shm:
+    version: 117.0
+udp:
+    version: 117.0
+tcp:
+    version: 117.0
+sockets:
+    version: 117.0
+net:
+    version: 117.0
+ofi_hook_perf:
+    version: 117.0
+ofi_hook_debug:
+    version: 117.0
+ofi_hook_noop:
+    version: 117.0
+ofi_hook_hmem:
+    version: 117.0
+ofi_hook_dmabuf_peer_mem:
+    version: 117.0
+ofi_mrail:
+    version: 117.0
+"""
+
+
+def test_debian_libfabric_without_a_fabric_adapter_is_warned_without_calling_psm2_software():
+    facts = parse_report(f"{MARK}fi_info\n{DEBIAN_FI_INFO}", SystemFacts("host"))
+    assert facts.fi_providers[:2] == ["psm2", "psm"] and "tcp" in facts.fi_providers
+    assert not [name for name in facts.fi_providers if name.startswith("ofi_hook")]
+    found = by_rule(diagnose("host", facts))["libfabric-providers"]
+    assert found.verdict == "warning" and found.title == "libfabric providers: no fabric provider"
+    assert "between nodes libfabric uses TCP" in found.meaning and "Omni-Path" in found.meaning
+    assert "psm2 or psm" in found.meaning and "software" not in found.meaning
+    assert "cxi" in found.fix

@@ -71,7 +71,8 @@ class Row:
 ROW_TAGS = ("reference", "system", "origin", "variant", "variant_baseline", "mpi", "mpi_version")
 
 
-def _scope(run: dict) -> str:
+def row_scope(run: dict) -> str:
+    """What a run is compared within: its campaign, the published reference it came from, or its system."""
     if run["campaign"] is not None:
         return f"campaign {run['campaign']}"
     tags = run["tags"]
@@ -113,7 +114,7 @@ def rows_from(runs: dict[int, dict], results: Iterable[tuple]) -> dict[RowKey, R
                   tags.get("variant"), benchmark, metric, run["ranks"], run["nodes"], run["buffers"])
         row = row_of_fields.get(fields)
         if row is None:
-            key = RowKey(_scope(run), run["stack"] or "", run["approach"] or "", tags.get("variant", DEFAULT_VARIANT),
+            key = RowKey(row_scope(run), run["stack"] or "", run["approach"] or "", tags.get("variant", DEFAULT_VARIANT),
                          benchmark, metric, run["ranks"] or 0, run["nodes"] or 1, run["buffers"] or "H-H")
             row = rows.get(key)
             if row is None:

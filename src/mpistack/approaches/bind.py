@@ -16,16 +16,24 @@ MOUNT_DIR = "/opt/mpistack/host-mpi/lib"
 SONAMES = {"mpich": "libmpi.so.12 (MPICH ABI)", "openmpi": "libmpi.so.40 (Open MPI)"}
 
 
+def abi_mismatch(image_mpi: str, host_mpi: str) -> str | None:
+    """Why the host's MPI library cannot replace the image's, or None when they share an ABI."""
+    if image_mpi == host_mpi:
+        return None
+    return (f"the image's {image_mpi} uses {SONAMES.get(image_mpi, image_mpi)}, the host's {host_mpi} provides "
+            f"{SONAMES.get(host_mpi, host_mpi)}; the ABIs differ, so the image's binaries cannot run on the host's "
+            "library")
+
+
 @APPROACHES.register("bind", image=True)
 class Bind(Approach):
     host_mpi = "mpich"
 
     def plan(self, case, resources, output, options, label) -> LaunchPlan:
-        image_mpi, host_mpi = case.stack.mpi_impl, self.host_mpi
-        if image_mpi != host_mpi:
-            raise Refused(f"bind refused: the image's {image_mpi} uses {SONAMES[image_mpi]}, the host's "
-                          f"{host_mpi} provides {SONAMES[host_mpi]}; the ABIs differ, so the image's binaries "
-                          "cannot run on the host's library")
+        host_mpi = self.host_mpi
+        mismatch = abi_mismatch(case.stack.mpi_impl, host_mpi)
+        if mismatch:
+            raise Refused(f"bind refused: {mismatch}")
         files = resources.host.mpi_library_files.get(host_mpi)
         if not files:
             raise Refused(f"the host has no {host_mpi} library to bind: install the host's {host_mpi}")

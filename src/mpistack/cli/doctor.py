@@ -71,11 +71,12 @@ def doctor(
     elif stack is not None:
         findings, looked_at = _plan(stack, approach, ranks, host_mpi, settings)
     else:
-        from ..doctor.system import HOST_LAUNCHERS, probe_host
+        from ..doctor.system import probe_host
+        from ..launchers.local import HOST_LAUNCHERS
 
         families = [mpi] if mpi else [name for name, program in HOST_LAUNCHERS.items() if shutil.which(program)]
         if not families:
-            fail("no MPI launcher on this host (mpiexec.mpich, mpiexec.openmpi): install one, or use --image")
+            fail(f"no MPI launcher on this host ({', '.join(HOST_LAUNCHERS.values())}): install one, or use --image")
         for family in families:
             facts = probe_host(family, ranks=ranks, launcher=launcher, env=settings)
             looked_at.append(facts.where)
@@ -109,14 +110,13 @@ def _stored(run_id, campaign, db):
 
 
 def _plan(stack_name, approach, ranks, host_mpi, env):
-    import subprocess
-
     from ..approaches.base import HostFacts
     from ..doctor import diagnose
     from ..doctor.rules.plan import PlanSubject
-    from ..doctor.system import MARK, SystemFacts, parse_report
+    from ..launchers.slurm import SlurmLauncher
     from ..registry import APPROACHES
     from ..spec import catalogue
+    from ..spec.campaign import SlurmEntry
     from ..spec.stack import StackError
 
     try:
@@ -130,10 +130,9 @@ def _plan(stack_name, approach, ranks, host_mpi, env):
         subject.host_mpi = host_mpi
     files = HostFacts.probe().mpi_library_files.get(subject.host_mpi or "")
     subject.host_library = files[0][0] if files else None
-    if shutil.which("srun"):
-        listing = subprocess.run(["srun", "--mpi=list"], capture_output=True, text=True, timeout=30)
-        text = f"{MARK}srun\n{listing.stdout}{listing.stderr}"
-        subject.srun_mpi_types = parse_report(text, SystemFacts("host")).srun_mpi_types
+    # None without srun, or where it cannot answer (no slurm.conf reachable)
+    offered = SlurmLauncher(SlurmEntry(), command_timeout=30).mpi_plugins()
+    subject.srun_mpi_types = sorted(offered) if offered else None
     return diagnose("plan", subject), [subject.where]
 
 
@@ -220,5 +219,7 @@ def _print_finding(finding, looked_at, where: str) -> None:
 
 
 def _print_counts(findings) -> None:
-    counts = {verdict: sum(f.verdict == verdict for f in findings) for verdict in STYLE}
-    out.print(f"{counts['problem']} problem(s), {counts['warning']} warning(s), {counts['ok']} ok", highlight=False)
+    from ..doctor.model import counts
+
+    found = counts(findings)
+    out.print(f"{found['problem']} problem(s), {found['warning']} warning(s), {found['ok']} ok", highlight=False)

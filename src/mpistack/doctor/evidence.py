@@ -4,6 +4,7 @@ the same runs (rows, answers against both baselines) with the transport each lau
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from statistics import median
 
 from sqlalchemy import Engine
 
@@ -26,7 +27,7 @@ class Performance:
     @staticmethod
     def peak(row: Row) -> tuple[int | None, float] | None:
         """(size, median) where the row's median is highest: a bandwidth row's plateau."""
-        medians = [(size, sorted(values)[len(values) // 2]) for size, values in row.figures.items() if values]
+        medians = [(size, median(values)) for size, values in row.figures.items() if values]
         return max(medians, key=lambda item: item[1]) if medians else None
 
 

@@ -101,7 +101,12 @@ def exit_status(findings: Iterable[Finding]) -> int:
     return 1 if any(f.verdict == "problem" for f in findings) else 0
 
 
+def counts(findings: Iterable[Finding]) -> dict[str, int]:
+    """How many findings of each verdict."""
+    verdicts = [f.verdict for f in findings]
+    return {verdict: verdicts.count(verdict) for verdict in VERDICTS}
+
+
 def to_json(findings: list[Finding], looked_at: list[str]) -> dict:
-    counts = {verdict: sum(f.verdict == verdict for f in findings) for verdict in VERDICTS}
-    return {"schema": JSON_SCHEMA, "looked_at": looked_at, "counts": counts, "status": exit_status(findings),
+    return {"schema": JSON_SCHEMA, "looked_at": looked_at, "counts": counts(findings), "status": exit_status(findings),
             "findings": [f.to_dict() for f in findings]}

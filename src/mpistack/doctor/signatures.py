@@ -9,6 +9,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 
+from ..campaign.reasons import first_reason
 from ..data import data_path
 
 BANK = ("doctor", "signatures.toml")
@@ -32,7 +33,7 @@ class Signature:
 @dataclass(frozen=True)
 class Hit:
     signature: Signature
-    line: str  # the first matching line, stripped
+    line: str  # the first matching line, as campaign.reasons cleans a reason
 
 
 def load_bank(path=None) -> list[Signature]:
@@ -68,17 +69,17 @@ def shipped_bank() -> tuple[Signature, ...]:
 
 def match(text: str | None, bank=None) -> list[Hit]:
     """Each signature that occurs in ``text``, once, with its first matching line (messages folded over two
-    lines by help texts are tried on the text with line breaks as spaces too)."""
+    lines by help texts are tried on the text with line breaks as spaces too), cleaned as a failed case's
+    reason is: without launcher tags and source locations, cut to the reason's length."""
     if not text:
         return []
     lines = text.splitlines()
     flat = " ".join(line.strip() for line in lines)
     hits = []
     for signature in bank if bank is not None else shipped_bank():
-        line = next((line.strip() for line in lines if signature.pattern.search(line)), None)
-        if line is None and signature.pattern.search(flat):
-            found = signature.pattern.search(flat)
-            line = found.group(0)
+        line = next((line for line in lines if signature.pattern.search(line)), None)
+        if line is None and (folded := signature.pattern.search(flat)):
+            line = folded.group(0)
         if line is not None:
-            hits.append(Hit(signature, line[:300]))
+            hits.append(Hit(signature, first_reason(line) or line.strip()))
     return hits

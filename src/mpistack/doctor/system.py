@@ -12,8 +12,9 @@ import json
 import os
 import re
 import shlex
-import subprocess
 from dataclasses import dataclass, field
+
+from ..engines.base import SHM_SIZE, ContainerRun
 
 MARK = "@@mpistack-doctor "
 PROBE_TIMEOUT = 60  # seconds the probe launch may take (MPICH's Finalize over UCX tcp can hang)
@@ -145,10 +146,10 @@ def parse_report(text: str, facts: SystemFacts) -> SystemFacts:
             facts.env[key] = value
     srun = part.get("srun")
     if srun is not None and "(absent)" not in srun:
-        # "MPI plugin types are..." then one per line (Slurm 22.05 prefixes them with "srun: "); None when srun
-        # cannot answer (no slurm.conf reachable)
-        facts.srun_mpi_types = sorted(set(re.findall(r"^(?:srun: )?\s*(none|pmi2|pmix\S*|cray_shasta)\s*$", srun,
-                                                     re.MULTILINE))) or None
+        from ..launchers.slurm import _mpi_plugins
+
+        # None when srun cannot answer (no slurm.conf reachable)
+        facts.srun_mpi_types = sorted(_mpi_plugins(srun)) or None
     if "probe" in part:
         facts.probe_output = part["probe"]
         facts.probe_exit = _int(part.get("exit"))
@@ -165,8 +166,9 @@ def parse_report(text: str, facts: SystemFacts) -> SystemFacts:
 
 
 # -- running the script ---------------------------------------------------------------------------
-
-HOST_LAUNCHERS = {"mpich": "mpiexec.mpich", "openmpi": "mpiexec.openmpi"}
+# The host's script runs as a case of the local launcher, the image's in a container of the engine, so that
+# at the limit every process the script started ends (Hydra's proxies and ranks, in sessions of their own),
+# and its container with them.
 
 
 def launch_argv(launcher: str, ranks: int) -> list[str]:
@@ -179,13 +181,17 @@ def launch_argv(launcher: str, ranks: int) -> list[str]:
 
 
 def root_env() -> dict[str, str]:
-    return {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"} if os.geteuid() == 0 else {}
+    from ..approaches.base import HostFacts
+
+    return HostFacts(is_root=os.geteuid() == 0).root_env()
 
 
 def probe_host(mpi: str, *, ranks: int = 2, launcher: str | None = None, bench: str | None = None,
                env: dict[str, str] | None = None) -> SystemFacts:
     """Run the script on this machine for the host's ``mpi`` (its cached mpistack-bench, built when missing)."""
     from ..images.host_bench import build_host_bench, host_bench_path
+    from ..launchers import LaunchPlan, LocalLauncher
+    from ..launchers.local import HOST_LAUNCHERS
 
     if bench is None:
         path = host_bench_path(mpi)
@@ -193,16 +199,28 @@ def probe_host(mpi: str, *, ranks: int = 2, launcher: str | None = None, bench: 
     launcher = launcher or HOST_LAUNCHERS[mpi]
     facts = SystemFacts(where=f"host ({mpi})", mpi=mpi, launcher=launcher, ranks=ranks)
     script = probe_script(launch_argv(launcher, ranks), bench)
-    proc = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
-                          env={**os.environ, **root_env(), **(env or {})}, timeout=PROBE_TIMEOUT + 30)
-    return parse_report(proc.stdout + proc.stderr, facts)
+    execution = LocalLauncher().execute(LaunchPlan(["sh", "-c", script], {**root_env(), **(env or {})}, None),
+                                        timeout=PROBE_TIMEOUT + 30)
+    return parse_report(execution.stdout + execution.stderr, facts)
+
+
+@dataclass(frozen=True)
+class _ShmSizedRun(ContainerRun):
+    """A container run whose /dev/shm has the size asked for (the image check's --shm-size), not mpistack's."""
+
+    shm_size: str = SHM_SIZE
+
+    def confinement_flags(self) -> list[str]:
+        flags = super().confinement_flags()
+        if "--shm-size" in flags:
+            flags[flags.index("--shm-size") + 1] = self.shm_size
+        return flags
 
 
 def probe_image(image: str, *, engine=None, ranks: int = 2, launcher: str | None = None,
                 env: dict[str, str] | None = None, shm_size: str | None = None) -> SystemFacts:
     """Run the script inside ``image`` with the engine, confined as a campaign's container case (podman's
     default confinement, mpistack's /dev/shm size unless ``shm_size`` says otherwise)."""
-    from ..engines import ContainerRun
     from ..engines.podman import PodmanEngine
 
     engine = engine or PodmanEngine()
@@ -211,10 +229,6 @@ def probe_image(image: str, *, engine=None, ranks: int = 2, launcher: str | None
     launcher = launcher or labels.get("org.mpistack.launcher") or "mpiexec"
     facts = SystemFacts(where=f"image {image}", in_container=True, mpi=mpi, launcher=launcher, ranks=ranks)
     script = probe_script(launch_argv(launcher, ranks), "mpistack-bench")
-    spec = ContainerRun(image=image, argv=["sh", "-c", script], env={**root_env(), **(env or {})})
-    argv = engine.run_argv(spec)
-    if shm_size:  # the flag podman reads last wins: the size asked for replaces mpistack's default
-        position = argv.index(image)
-        argv[position:position] = ["--shm-size", shm_size]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=engine.env(), timeout=PROBE_TIMEOUT + 60)
-    return parse_report(proc.stdout + proc.stderr, facts)
+    run = engine.run(_ShmSizedRun(image=image, argv=["sh", "-c", script], env={**root_env(), **(env or {})},
+                                  shm_size=shm_size or SHM_SIZE), timeout=PROBE_TIMEOUT + 60)
+    return parse_report(run.stdout + run.stderr, facts)

@@ -4,6 +4,8 @@ small-message loss that the same stack shows natively."""
 
 from __future__ import annotations
 
+from statistics import median
+
 from ...analysis.answers import SAME_STACK, SYSTEM
 from ...analysis.classes import format_size
 from ..evidence import Performance
@@ -85,15 +87,9 @@ def tcp_class(rule, perf: Performance):
             subject=_subject(key), cell=_cell(key), **evidence)
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
 def _small_medians(row, small_below: int) -> dict:
     """Per size below the eager range (sizeless counts as small), the median over the row's launches."""
-    return {size: _median(values) for size, values in row.figures.items()
+    return {size: median(values) for size, values in row.figures.items()
             if values and (size is None or size < small_below)}
 
 
@@ -117,11 +113,11 @@ def tcp_class_latency(rule, perf: Performance):
             and perf.transport_of(basis_row).get("network") != "tcp" else {}
         common = sorted(set(own) & set(basis), key=lambda size: -1 if size is None else size)
         if common:
-            latency, reference = _median([own[size] for size in common]), _median([basis[size] for size in common])
+            latency, reference = median([own[size] for size in common]), median([basis[size] for size in common])
             described = (f"{key.stack} native" + ("" if row.variant_baseline == "default" else
                                                   f"+{row.variant_baseline}") + f": {reference:.2f} us")
         elif own:
-            latency, reference = _median(list(own.values())), TYPICAL_SHM_LATENCY_US
+            latency, reference = median(list(own.values())), TYPICAL_SHM_LATENCY_US
             described = f"typical shared memory: below {TYPICAL_SHM_LATENCY_US:g} us"
         else:
             continue

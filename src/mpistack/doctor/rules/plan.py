@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ...approaches.bind import SONAMES, Bind
+from ...approaches.bind import SONAMES, Bind, abi_mismatch
+from ...compat import check
 from ...runtime import SRUN_MPI, presets
 from ...spec.stack import Stack
 from ..model import rule
@@ -28,9 +29,9 @@ class PlanSubject:
 
 
 def _ships_standard_abi(stack: Stack) -> bool:
-    """MPICH 5 wheels ship libmpi_abi.so (the MPI-5 standard ABI)."""
-    version = tuple(int(part) for part in (stack.mpi.version or "0").split(".")[:1] if part.isdigit())
-    return stack.mpi.impl == "mpich" and stack.mpi.channel == "pip" and version >= (5,)
+    """Whether the stack's MPI also provides libmpi_abi.so (the MPI-5 standard ABI), as the compatibility rules
+    say."""
+    return any(finding.rule == "mpich-abi" for finding in check(stack))
 
 
 @rule("bind-abi", "plan", "Sarus 'ABI compatibility' (https://sarus.readthedocs.io/en/stable/user/abi_compatibility.html); "
@@ -41,18 +42,18 @@ def bind_abi(rule, plan: PlanSubject):
     if plan.approach != "bind":
         return
     image_mpi, host_mpi = plan.stack.mpi.impl, plan.host_mpi
-    evidence = {"image_abi": SONAMES.get(image_mpi, image_mpi), "host_abi": SONAMES.get(host_mpi or "", "none"),
-                "host_library": plan.host_library or "not found"}
     if host_mpi is None:
         return
-    if image_mpi != host_mpi:
+    evidence = {"image_abi": SONAMES.get(image_mpi, image_mpi), "host_abi": SONAMES.get(host_mpi, "none"),
+                "host_library": plan.host_library or "not found"}
+    mismatch = abi_mismatch(image_mpi, host_mpi)
+    if mismatch:
         standard = _ships_standard_abi(plan.stack)
         yield rule.finding(
-            "problem", f"bind refused: {image_mpi} image, {host_mpi} host",
-            f"The image's {image_mpi} uses {SONAMES.get(image_mpi)}, the host's {host_mpi} provides "
-            f"{SONAMES.get(host_mpi)}; the ABIs differ, so the image's binaries cannot run on the host's library.",
-            "Use the hybrid approach (the image's MPI with the host's libfabric), rebuild the image with the host's "
-            "MPI family, or build the application against the MPI-5 standard ABI (libmpi_abi.so, mpicc_abi)"
+            "problem", f"bind refused: {image_mpi} image, {host_mpi} host", mismatch[0].upper() + mismatch[1:] + ".",
+            "Use the hybrid approach (the image's own MPI) or fabric-swap (the image's MPI with the host's "
+            "libfabric), rebuild the image with the host's MPI family, or build the application against the MPI-5 "
+            "standard ABI (libmpi_abi.so, mpicc_abi)"
             + (": this stack ships libmpi_abi.so" if standard else "") + ".",
             subject=plan.where, **evidence)
     else:

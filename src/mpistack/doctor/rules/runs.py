@@ -3,25 +3,20 @@ known hang, the validation failure of Open MPI's AVX reductions, and the transpo
 
 from __future__ import annotations
 
+from ...analysis.evidence import row_scope
 from ...spec.campaign import DEFAULT_VARIANT
 from ...spec.status import RunStatus
 from ..model import rule
 from ..signatures import match
+from .system import mpi_family
 
 #: what an intra-node run's messages should travel on; a transport of another class means a lost path
 SHARED_MEMORY = "shm"
 
 
-def run_cell(run: dict) -> tuple[str, str, str, str] | None:
-    """The compatibility-matrix cell of a run: (scope, stack, approach, variant), as analysis.evidence scopes it."""
-    tags = run.get("tags") or {}
-    if run.get("campaign") is not None:
-        scope = f"campaign {run['campaign']}"
-    elif "reference" in tags:
-        scope = f"reference {tags['reference']}"
-    else:
-        scope = f"system {tags.get('system', 'unknown')}"
-    return (scope, run.get("stack") or "", run.get("approach") or "", tags.get("variant", DEFAULT_VARIANT))
+def run_cell(run: dict) -> tuple[str, str, str, str]:
+    """The compatibility-matrix cell of a run: (scope, stack, approach, variant), scoped as the analysis' rows."""
+    return (row_scope(run), run["stack"] or "", run["approach"] or "", run["tags"].get("variant", DEFAULT_VARIANT))
 
 
 def subject_of(run: dict) -> str:
@@ -30,9 +25,7 @@ def subject_of(run: dict) -> str:
 
 
 def _mpi(run: dict) -> str | None:
-    tags = run.get("tags") or {}
-    version = run.get("mpi_library_version") or ""
-    return tags.get("mpi") or ("openmpi" if "Open MPI" in version else "mpich" if "MPICH" in version else None)
+    return run["tags"].get("mpi") or mpi_family(run.get("mpi_library_version"))
 
 
 @rule("run-signatures", "runs", "the signature bank (data/doctor/signatures.toml), each entry with its public source",

@@ -15,9 +15,9 @@ OMPI_SHM_PER_RANK = 16 * 1024 * 1024  # Open MPI 5's shared-memory segment per l
 MIB = 1024 * 1024
 
 
-def _family(version: str | None) -> str | None:
-    if not version:
-        return None
+def mpi_family(version: str | None) -> str | None:
+    """mpich or openmpi, from an MPI_Get_library_version string; None when it names neither."""
+    version = version or ""
     return "openmpi" if "Open MPI" in version else "mpich" if "MPICH" in version else None
 
 
@@ -28,7 +28,7 @@ def mpi_library(rule, facts: SystemFacts):
     if facts.probe_exit is None or facts.singletons:
         return  # no launch, or singletons (their own rule explains the missing JSON)
     line = library_line(facts.library_version)
-    ran = _family(facts.library_version)
+    ran = mpi_family(facts.library_version)
     if line is None:
         hits = ", ".join(hit.signature.id for hit in match(facts.probe_output)) or "none"
         yield rule.finding("problem", "the probe launch did not report an MPI library",
@@ -74,7 +74,7 @@ def singletons(rule, facts: SystemFacts):
 def oversubscription(rule, facts: SystemFacts):
     if not facts.cores or facts.ranks <= facts.cores:
         return
-    family = _family(facts.library_version) or facts.mpi
+    family = mpi_family(facts.library_version) or facts.mpi
     verdict = "warning"
     meaning = (f"{facts.ranks} ranks share {facts.cores} cores. MPICH's ch4 device busy-polls while it waits, so "
                "ranks without a core steal time from the one they wait for: latencies become milliseconds "
@@ -138,25 +138,41 @@ def single_copy(rule, facts: SystemFacts):
                        "kernel.yama.ptrace_scope=0 on the host.", subject=facts.where, **reasons)
 
 
+#: libfabric providers that carry messages between nodes at network speed (LINKx: shm beside one of them)
+FABRIC_PROVIDERS = ("cxi", "verbs", "efa", "psm3", "opx", "lnx")
+#: UCX transports between ranks of one node
+UCX_SHARED_MEMORY = ("sysv", "posix", "cma", "xpmem", "knem")
+
+
+def _inventory(rule, facts: SystemFacts, title: str, useful: list[str], present: str, absent: str, fix: str,
+               **evidence):
+    """The finding of what a library offers there (libfabric's providers, UCX's transports): ok when something
+    ``useful`` is present, else a warning with what it means and the fix."""
+    return rule.finding("ok" if useful else "warning", title, present if useful else absent, "" if useful else fix,
+                        subject=facts.where, **evidence)
+
+
 @rule("libfabric-providers", GROUPS, "fi_info(1) of libfabric; CSCS docs 'Container Engine resource hook' "
       "(https://docs.cscs.ch/software/container-engine/resource-hook/)",
       "which libfabric providers exist (fi_info -l): without cxi, verbs or efa, inter-node traffic goes over TCP")
 def libfabric(rule, facts: SystemFacts):
     if facts.fi_providers is None:
         return
-    fabric = [p for p in facts.fi_providers if p in ("cxi", "verbs", "efa", "psm3", "opx", "lnx")]
+    fabric = [p for p in facts.fi_providers if p in FABRIC_PROVIDERS]
     wanted = facts.env.get("FI_PROVIDER")
     if wanted and wanted.split(";")[0].lstrip("^") not in facts.fi_providers and not wanted.startswith("^"):
         yield rule.finding("problem", f"FI_PROVIDER={wanted} names a provider libfabric does not have",
                            "libfabric finds no provider and MPI_Init fails (fi_getinfo -61).",
                            f"Set FI_PROVIDER to one of: {', '.join(facts.fi_providers)}.", subject=facts.where,
                            providers=facts.fi_providers)
-    yield rule.finding("ok" if fabric else "warning",
-                       f"libfabric providers: {', '.join(fabric) or 'no fabric provider'}",
-                       "A fabric provider carries inter-node messages at network speed." if fabric else
-                       "Only software providers (tcp, sockets, shm, ...): between nodes libfabric uses TCP.",
-                       "" if fabric else "On a Slingshot system, use the host's libfabric with cxi (the CXI hook).",
-                       subject=facts.where, providers=facts.fi_providers)
+    intel = [p for p in facts.fi_providers if p in ("psm2", "psm")]
+    yield _inventory(rule, facts, f"libfabric providers: {', '.join(fabric) or 'no fabric provider'}", fabric,
+                     "A fabric provider carries inter-node messages at network speed.",
+                     f"No fabric provider ({', '.join(FABRIC_PROVIDERS)}): between nodes libfabric uses TCP"
+                     + (f", unless an Intel Omni-Path or TrueScale adapter is there for {' or '.join(intel)} (builds "
+                        "such as Debian's list these providers without one)." if intel else "."),
+                     "On a Slingshot system, use the host's libfabric with cxi (the CXI hook).",
+                     providers=facts.fi_providers)
 
 
 @rule("ucx-transports", GROUPS, "ucx_info(1) of UCX (https://openucx.readthedocs.io/en/master/faq.html)",
@@ -164,16 +180,15 @@ def libfabric(rule, facts: SystemFacts):
 def ucx(rule, facts: SystemFacts):
     if facts.ucx_transports is None:
         return
-    shared = [t for t in facts.ucx_transports if t in ("sysv", "posix", "cma", "xpmem", "knem")]
     tls = facts.env.get("UCX_TLS")
     if tls is not None and not tls.strip():
         yield rule.finding("problem", "UCX_TLS is set but empty", "MPICH over UCX aborts in MPI_Init "
                            "('The TLs list is empty').", "Unset UCX_TLS or name transports.", subject=facts.where)
-    yield rule.finding("ok" if shared else "warning", f"UCX transports: {', '.join(facts.ucx_transports)}",
-                       "Shared-memory transports are present." if shared else
-                       "No shared-memory transport: ranks on one node talk over TCP.",
-                       "" if shared else "Give the container /dev/shm (--ipc host) or UCX_TLS=sm,self.",
-                       subject=facts.where, transports=facts.ucx_transports)
+    yield _inventory(rule, facts, f"UCX transports: {', '.join(facts.ucx_transports)}",
+                     [t for t in facts.ucx_transports if t in UCX_SHARED_MEMORY],
+                     "Shared-memory transports are present.",
+                     "No shared-memory transport: ranks on one node talk over TCP.",
+                     "Give the container /dev/shm (--ipc host) or UCX_TLS=sm,self.", transports=facts.ucx_transports)
 
 
 @rule("linked-libraries", GROUPS, "ld.so(8), ldd(1); CSCS docs 'Cray MPICH' (https://docs.cscs.ch/software/communication/cray-mpich/)",
@@ -198,7 +213,7 @@ def linked(rule, facts: SystemFacts):
       "'Container Engine' (https://docs.cscs.ch/software/container-engine/run/)",
       "srun --mpi=list against the PMI type the MPI speaks (pmi2 for MPICH, pmix for Open MPI)")
 def srun_mpi(rule, facts: SystemFacts):
-    family = _family(facts.library_version) or facts.mpi
+    family = mpi_family(facts.library_version) or facts.mpi
     if facts.srun_mpi_types is None or family not in SRUN_MPI:
         return
     needed = SRUN_MPI[family]
