@@ -10,9 +10,6 @@ import typer
 
 from .common import DbOption, database, fail
 
-# what the run's MPI library said it used, in this order (parsers/transport.py)
-TRANSPORT_KEYS = ("layer", "transports", "provider", "network", "single_copy", "eager_limit", "mpi",
-                  "probe", "note")
 
 VERSION_LINES = 3  # of the MPI library's version text, which can run to dozens of lines
 
@@ -57,6 +54,8 @@ def describe(record: dict) -> str:
     add("libfabric", " ".join(part for part in (record.get("libfabric_version"),
                                                  f"provider {record['libfabric_provider']}"
                                                  if record.get("libfabric_provider") else None) if part))
+    from ..parsers.transport import KEYS as TRANSPORT_KEYS
+
     transport = record.get("transport") or {}
     add("transport", "\n".join(f"{key}: {transport[key]}" for key in TRANSPORT_KEYS if transport.get(key)) + "\n"
         if transport else None)

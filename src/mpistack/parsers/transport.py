@@ -19,7 +19,9 @@ from __future__ import annotations
 import re
 
 #: the keys of a transport record (Provenance.transport); absent when unknown
-KEYS = ("probe", "mpi", "layer", "transports", "provider", "single_copy", "eager_limit", "network", "note")
+# in the order a person reads them (mpistack show prints them so): what carried the messages first, how it
+# was learnt last
+KEYS = ("layer", "transports", "provider", "network", "single_copy", "eager_limit", "mpi", "probe", "note")
 
 _UCX_EP_CFG = re.compile(r"ep_cfg\[\d+\]:\s*tag\(([^)]*)\)")
 _UCX_WARN = re.compile(r"UCX\s+(?:WARN|ERROR)\s+(.+)")
