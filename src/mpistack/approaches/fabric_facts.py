@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..cache import cache_dir
+from ..cache import cache_dir, write_file_atomically
 from ..compat import LIBFABRIC_SONAME
 from ..engines import ContainerRun, Engine, EngineError
 
@@ -165,10 +165,7 @@ def probe_image_fabric(engine: Engine, image: str, program: str = "mpistack-benc
             return ImageFabric(**{**stored, "needs": tuple(stored["needs"])})
     facts = _probe_image(engine, image, program)
     if facts.problem is None:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        temporary = cached.with_suffix(f".tmp{os.getpid()}")
-        temporary.write_text(json.dumps({"format": _IMAGE_FACTS_FORMAT, **asdict(facts)}))
-        temporary.replace(cached)
+        write_file_atomically(cached, json.dumps({"format": _IMAGE_FACTS_FORMAT, **asdict(facts)}))
     return facts
 
 

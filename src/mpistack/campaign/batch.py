@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..cache import write_file_atomically
 from ..launchers.slurm import (INFRASTRUCTURE_STATES, BatchCase, JobState, SlurmError, SlurmLauncher, read_case,
                                render_script, started, step_env)
 from ..spec.case import Case
@@ -58,9 +59,10 @@ class Bundle:
     unknown_polls: int = 0
 
 
-class Journal:
+class BundleFiles:
     """bundle-K.json per job in the campaign's job directory: which cases a job runs and its id, written
-    before sbatch (id null) and after; what --resume starts from."""
+    before sbatch (id null) and after; what --resume starts from. (The cases' results wait for the store in
+    campaign/journal.py, as under any launcher.)"""
 
     def __init__(self, directory: Path, job_prefix: str):
         self.directory = directory
@@ -82,11 +84,9 @@ class Journal:
         return bundle
 
     def save(self, bundle: Bundle) -> None:
-        path = self.directory / f"bundle-{bundle.number}.json"
-        temporary = path.with_suffix(".part")
-        temporary.write_text(json.dumps({"number": bundle.number, "name": bundle.name, "cases": bundle.labels,
-                                         "job": bundle.job_id, "submitted_at": bundle.submitted_at}))
-        temporary.replace(path)
+        write_file_atomically(self.directory / f"bundle-{bundle.number}.json",
+                              json.dumps({"number": bundle.number, "name": bundle.name, "cases": bundle.labels,
+                                          "job": bundle.job_id, "submitted_at": bundle.submitted_at}))
 
     def script_path(self, bundle: Bundle) -> Path:
         return self.directory / f"{bundle.name}.sh"
@@ -113,7 +113,7 @@ class BatchRun:
         self.table = launcher.table
         self.on_outcome = on_outcome
         self.should_stop = should_stop
-        self.journal = Journal(jobs_dir, f"mpistack-{context.campaign.name}-{context.campaign_id}")
+        self.bundle_files = BundleFiles(jobs_dir, f"mpistack-{context.campaign.name}-{context.campaign_id}")
         self.open: dict[str, OpenCase] = {}
         self.active: dict[str, Bundle] = {}  # job id -> bundle
         self.to_submit: list[str] = []
@@ -128,7 +128,7 @@ class BatchRun:
                 self.on_outcome(case, launch)
                 continue
             label = stages.case_label(self.context.campaign, case)
-            self.open[label] = OpenCase(case, launch, self.journal.directory / label,
+            self.open[label] = OpenCase(case, launch, self.bundle_files.directory / label,
                                         {**launch.env, **step_env(case.stack.mpi_impl)})
             missing = _missing_plugin(launch.argv, offered)
             if missing:
@@ -172,14 +172,14 @@ class BatchRun:
     def _submit(self, labels: list[str]) -> None:
         if not labels:
             return
-        bundle = self.journal.new_bundle(labels)
+        bundle = self.bundle_files.new_bundle(labels)
         cases = [self.open[label] for label in labels]
         batch_cases = [BatchCase(item.directory, self.context.campaign.timeout, item.launch.argv, item.env,
                                  item.launch.output) for item in cases]
         batch_cases = self._probe_steps(bundle, cases) + batch_cases
         nodes = max(item.case.placement.nodes for item in cases)
-        script = self.journal.script_path(bundle)
-        script.write_text(render_script(bundle.name, nodes, self.journal.log_path(bundle), batch_cases, self.table,
+        script = self.bundle_files.script_path(bundle)
+        script.write_text(render_script(bundle.name, nodes, self.bundle_files.log_path(bundle), batch_cases, self.table,
                                         title=f"campaign {self.context.campaign.name}, job {bundle.number}"))
         try:
             bundle.job_id = self.launcher.submit(script)
@@ -188,19 +188,19 @@ class BatchRun:
                 self._finish_failed(label, RunStatus.FAILED, f"sbatch refused the job: {error}")
             return
         bundle.submitted_at = time.time()
-        self.journal.save(bundle)
+        self.bundle_files.save(bundle)
         for item in cases:
             item.submissions += 1
         self.active[bundle.job_id] = bundle
 
     def _find_earlier_jobs(self) -> None:
         """Jobs an earlier, interrupted session submitted: by the id in their bundle file, or by name."""
-        bundles = self.journal.bundles()
+        bundles = self.bundle_files.bundles()
         by_name = self.launcher.jobs_named([bundle.name for bundle in bundles if bundle.job_id is None])
         for bundle in bundles:
             bundle.job_id = bundle.job_id or by_name.get(bundle.name)
             if bundle.job_id and any(label in self.open for label in bundle.labels):
-                self.journal.save(bundle)
+                self.bundle_files.save(bundle)
                 self.active[bundle.job_id] = bundle
                 self._probe_steps(bundle, [self.open[label] for label in bundle.labels if label in self.open])
 
@@ -280,7 +280,7 @@ class BatchRun:
                                                              f"{self._log_tail(bundle)}")
 
     def _log_tail(self, bundle: Bundle) -> str:
-        path = self.journal.log_path(bundle)
+        path = self.bundle_files.log_path(bundle)
         lines = path.read_text(errors="replace").strip().splitlines()[-LOG_TAIL_LINES:] if path.is_file() else []
         return "\n" + "\n".join(lines) if lines else ""
 
@@ -300,7 +300,7 @@ class BatchRun:
         they start, so no case waits for another job's probe."""
         steps: dict[Path, BatchCase | None] = {}
         for item in cases:
-            item.probe_dir = probe.batch_directory(self.journal.directory, bundle.name, item.case)
+            item.probe_dir = probe.batch_directory(self.bundle_files.directory, bundle.name, item.case)
             if item.probe_dir not in steps:
                 steps[item.probe_dir] = probe.batch_probe(self.context.campaign.name, item.case,
                                                           self.context.resources, item.probe_dir,

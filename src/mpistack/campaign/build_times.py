@@ -5,10 +5,9 @@ source)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from ..cache import cache_dir
+from ..cache import cache_dir, write_file_atomically
 
 
 def _path() -> Path:
@@ -32,8 +31,4 @@ def record_build_time(reference: str, seconds: float) -> None:
     """Remember the build time of an image (written whole, then renamed: a reader never sees half a file)."""
     times = recorded_build_times()
     times[reference] = round(seconds, 1)
-    path = _path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.part")
-    temporary.write_text(json.dumps(times, indent=1, sort_keys=True))
-    temporary.replace(path)
+    write_file_atomically(_path(), json.dumps(times, indent=1, sort_keys=True))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Callable
 
 from sqlalchemy import Engine
 
+from ..cache import write_file_atomically
 from ..parsers.model import ParsedRun, RowTable
 from ..spec.provenance import Provenance, parse_time
 from ..spec.status import RunStatus
@@ -100,15 +100,7 @@ class Journal:
 
     def keep(self, label: str, entry: Entry) -> Path:
         """Write the entry durably (a temporary file, synced, renamed into place) and return its path."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self.directory / f"{label}.json"
-        temporary = path.with_suffix(".part")
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(entry.to_json())
-            handle.flush()
-            os.fsync(handle.fileno())
-        temporary.replace(path)
-        return path
+        return write_file_atomically(self.directory / f"{label}.json", entry.to_json(), durable=True)
 
     def pending(self) -> list[Path]:
         """The entries left by a run whose store went away, oldest first."""

@@ -80,10 +80,12 @@ def missing_images(cases: list[Case], resources: Resources) -> list[str] | None:
     if not resources.engine.available():
         return None
     times = recorded_build_times()
+    stacks = _stacks([case for case in cases if not case.skip], "image")
+    present = resources.engine.existing_images([stack.spec.image_ref() for stack in stacks])  # one inspect
     missing = []
-    for stack in _stacks([case for case in cases if not case.skip], "image"):
+    for stack in stacks:
         reference = stack.spec.image_ref()
-        if not resources.engine.image_exists(reference):
+        if reference not in present:
             seconds = times.get(reference)
             expected = f"last build took {seconds:.0f} s" if seconds is not None else "build time unknown"
             missing.append(f"{reference} (stack {stack.name}): {expected}")

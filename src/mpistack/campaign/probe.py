@@ -22,6 +22,7 @@ from ..launchers.slurm import BatchCase, read_case
 from ..parsers.transport import parse_transport
 from ..spec.campaign import BenchmarkEntry, VariantEntry
 from ..spec.case import Case
+from .reasons import meaningful_lines
 
 PROBE_TIMEOUT = 30.0  # seconds: a probe is a fraction of a second when it works
 PROBE_BENCHMARK = BenchmarkEntry(name="latency", options=["-m", "1:8", "-i", "10", "-x", "2"])
@@ -33,7 +34,6 @@ VERBOSE_ENV = {
                 "OMPI_MCA_mtl_base_verbose": "10", "OMPI_MCA_smsc_base_verbose": "10",
                 "OMPI_MCA_mpi_show_mca_params": "all", "UCX_LOG_LEVEL": "info"},
 }
-_NOISE = ("UCX  INFO", "UCX  DIAG", "mca: base:", "select:", "==== ")
 _ERROR_WORDS = ("error", "abort", "fail", "denied", "not found", "refused", "cannot", "killed")
 
 
@@ -73,8 +73,9 @@ def failed(mpi: str, why: str) -> dict[str, str]:
 
 
 def first_error_line(execution: Execution) -> str:
-    lines = [line.strip() for text in (execution.stderr, execution.stdout) for line in text.splitlines()
-             if line.strip() and not any(noise in line for noise in _NOISE)]
+    """The first meaningful line (campaign/reasons.py) that names an error, else the first: a verbose library
+    says much before it says what went wrong."""
+    lines = [*meaningful_lines(execution.stderr), *meaningful_lines(execution.stdout)]
     return next((line for line in lines if any(word in line.lower() for word in _ERROR_WORDS)),
                 lines[0] if lines else "no output")
 

@@ -3,12 +3,14 @@
 Launchers wrap the program's own complaint in noise: Hydra prefixes its proxies' lines with
 `[proxy:0:0@host]` and the function that reported (`HYDU_create_process (utils/launch/launch.c:73): `),
 interleaving them when two proxies write at once; MPICH and Open MPI frame their reports in banners of `=`
-or `-`. What is left of the first line that is not noise is the reason.
+or `-`; a library asked to be verbose (a transport probe, a variant's UCX_LOG_LEVEL) adds its chatter. What
+is left of the first line that is not noise is the reason.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 #: how much of a reason is kept in a summary line
 REASON_LIMIT = 300
@@ -20,16 +22,27 @@ _LOCATION = re.compile(r"^\w+ \([\w./-]+:\d+\):\s*")
 # a line made only of frame characters, or a line inside MPICH's `=   BAD TERMINATION ...` banner
 _FRAME = re.compile(r"^[=\-*#_~+ ]*$")
 _BANNER = re.compile(r"^=\s")
+# what UCX, Open MPI and MPICH (its `==== ... ====` summary) print when asked to be verbose: what they use,
+# never why they failed
+_CHATTER = ("UCX  INFO", "UCX  DIAG", "mca: base:", "select:", "==== ")
+
+
+def meaningful_lines(text: str) -> Iterator[str]:
+    """The lines of `text` that are not noise, without launcher tags and source locations."""
+    for line in text.splitlines():
+        if any(chatter in line for chatter in _CHATTER):
+            continue
+        kept = _TAG.sub("", line).strip()
+        while (stripped := _LOCATION.sub("", kept)) != kept:
+            kept = _TAG.sub("", stripped).strip()
+        if not kept or _FRAME.match(kept) or _BANNER.match(kept):
+            continue
+        yield kept
 
 
 def first_reason(stderr: str) -> str | None:
-    """The first meaningful line of `stderr`, without launcher tags and source locations; None when there
-    is none."""
-    for line in stderr.splitlines():
-        text = _TAG.sub("", line).strip()
-        while (stripped := _LOCATION.sub("", text)) != text:
-            text = _TAG.sub("", stripped).strip()
-        if not text or _FRAME.match(text) or _BANNER.match(text):
-            continue
-        return text if len(text) <= REASON_LIMIT else text[:REASON_LIMIT - 1] + "…"
-    return None
+    """The first meaningful line of `stderr`; None when there is none."""
+    text = next(meaningful_lines(stderr), None)
+    if text is None or len(text) <= REASON_LIMIT:
+        return text
+    return text[:REASON_LIMIT - 1] + "…"

@@ -20,6 +20,7 @@ from ..approaches import HostFacts, Refused
 from ..launchers import LocalLauncher, SlurmLauncher, slurm
 from ..registry import LAUNCHERS
 from ..spec.campaign import Campaign, CampaignError
+from ..spec.case import Case
 from ..spec.status import RunStatus
 from ..store.campaigns import campaign_statuses, finished_case_keys, lock_campaign, start_campaign, unlock_campaign
 from ..store.database import StoreUnavailable
@@ -139,13 +140,15 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
                   + (f", {already} already done" if already else "") + f"; order seed {campaign.seed}; "
                   + escape(size.describe()), highlight=False)
     prepare(todo, resources, say=lambda text: console.print(f"[dim]{escape(text)}[/dim]"))
-    tags = {**campaign.tags, "campaign": campaign.name}
-    stored = dict(journal=kept, on_store_retry=store_retry)
+    batch = LAUNCHERS.get(campaign.launcher).capabilities.get("batch")
+    launcher = (SlurmLauncher(slurm.settings(campaign.slurm)) if batch else
+                LocalLauncher(resources.engine, state_dir=resources.workdir / "running",
+                              output_dir=resources.workdir / "cases"))
+    context = stages.CaseContext(campaign, campaign_id, resources, launcher, database,
+                                 tags={**campaign.tags, "campaign": campaign.name}, journal=kept,
+                                 on_store_retry=store_retry)
     try:
-        if LAUNCHERS.get(campaign.launcher).capabilities.get("batch"):
-            ran, interrupted = _run_batched(campaign, campaign_id, resources, database, tags, todo, console, stored)
-        else:
-            ran, interrupted = _run_locally(campaign, campaign_id, resources, database, tags, todo, console, stored)
+        ran, interrupted = (_run_batched if batch else _run_locally)(context, todo, console)
     except StoreUnavailable as error:
         waiting = len(kept.pending())
         raise StoreLost(f"{error}. The campaign stopped: {waiting} finished case(s) the store did not take are kept "
@@ -224,38 +227,33 @@ class _Interrupt:
             signal.signal(number, handler)
 
 
-def _run_locally(campaign, campaign_id, resources, database, tags, todo, console, stored) -> tuple[int, bool]:
-    launcher = LocalLauncher(resources.engine, state_dir=resources.workdir / "running",
-                             output_dir=resources.workdir / "cases")
+def _run_locally(context: stages.CaseContext, todo: list[Case], console: Console) -> tuple[int, bool]:
+    """Case after case on this machine; returns the cases that ended and whether the run was interrupted."""
+    launcher = context.launcher
     for what in launcher.end_leftovers():
         console.print(f"[yellow]ended what an earlier run left[/yellow]: {escape(what)}", highlight=False)
-    context = stages.CaseContext(campaign, campaign_id, resources, launcher, database, tags=tags, **stored)
-    ran = 0
     with _Interrupt(launcher.interrupt) as interrupt, _Display(console, len(todo)) as display:
         # transport evidence first, once per configuration, so that no probe runs between timed cases
-        context.transports = probe.probe_configurations(launcher, campaign.name, todo, resources,
+        context.transports = probe.probe_configurations(launcher, context.campaign.name, todo, context.resources,
                                                         lambda: interrupt.stopped, display.describe)
         for case in todo if not interrupt.stopped else []:
             display.describe(case.describe())
             outcome = stages.run_case(context, case)
             if outcome is None:
                 break
-            ran += 1
             display.ended(case, outcome)
             if interrupt.stopped:
                 break
-    return ran, interrupt.stopped
+    return display.done, interrupt.stopped
 
 
-def _run_batched(campaign, campaign_id, resources, database, tags, todo, console, stored) -> tuple[int, bool]:
+def _run_batched(context: stages.CaseContext, todo: list[Case], console: Console) -> tuple[int, bool]:
     """Through a batch launcher: the jobs keep running when the session is interrupted; --resume collects
     them."""
-    launcher = SlurmLauncher(slurm.settings(campaign.slurm))
-    context = stages.CaseContext(campaign, campaign_id, resources, launcher, database, tags=tags, **stored)
-    jobs_dir = resources.workdir / "slurm" / f"campaign-{campaign_id}"
+    jobs_dir = context.resources.workdir / "slurm" / f"campaign-{context.campaign_id}"
     with _Interrupt() as interrupt, _Display(console, len(todo)) as display:
         display.describe(f"jobs in {jobs_dir}")
-        finished = BatchRun(context, launcher, jobs_dir, display.ended, lambda: interrupt.stopped).run(todo)
+        finished = BatchRun(context, context.launcher, jobs_dir, display.ended, lambda: interrupt.stopped).run(todo)
     if not finished:
         console.print(f"[yellow]jobs keep running[/yellow]; their bundles are in {escape(str(jobs_dir))}")
     return display.done, not finished

@@ -61,19 +61,27 @@ def check_where_keys(store, filters: list) -> None:
         fail(problem)
 
 
+def missing_sqlite_file(name: str | None) -> Path | None:
+    """The file of a SQLite store that is not there (opening it would create it); None for any other store."""
+    from ..store import resolve_url
+
+    url = resolve_url(name)
+    if url.startswith("sqlite:///") and "?" not in url:
+        path = Path(url[len("sqlite:///"):])
+        if str(path) not in ("", ":memory:") and not path.exists():
+            return path
+    return None
+
+
 def database(db: str | None, migrate: bool = True, must_exist: bool = False):
     """The results store the user named (--db, MPISTACK_DB, or ./mpistack.db). With `must_exist` (the read-only
     verbs), a SQLite file that is not there ends the command instead of being created."""
-    from ..store import StoreError, open_database, resolve_url
+    from ..store import StoreError, open_database
 
     name = db or GlobalOptions.db
-    if must_exist:
-        url = resolve_url(name)
-        if url.startswith("sqlite:///") and "?" not in url:
-            path = Path(url[len("sqlite:///"):])
-            if str(path) not in ("", ":memory:") and not path.exists():
-                fail(f"no results store at {path} (give one with --db or MPISTACK_DB, or fill one with "
-                     "`mpistack ingest` or `mpistack run`)")
+    if must_exist and (path := missing_sqlite_file(name)):
+        fail(f"no results store at {path} (give one with --db or MPISTACK_DB, or fill one with "
+             "`mpistack ingest` or `mpistack run`)")
     try:
         return open_database(name, migrate=migrate)
     except StoreError as error:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import DbOption, GlobalOptions, database, db_name, err, fail, out
+from .common import DbOption, GlobalOptions, database, db_name, err, fail, missing_sqlite_file, out
 
 #: exit status of a campaign stopped because its store went away (its finished cases kept in a journal)
 STORE_LOST_EXIT = 3
@@ -58,10 +58,9 @@ def run(
 
 def _existing_store(db: str | None):
     """The store a dry run reads past durations from: only one that is there (a dry run creates nothing)."""
-    from ..store import StoreError, open_database, resolve_url
+    from ..store import StoreError, open_database
 
-    url = resolve_url(db or GlobalOptions.db)
-    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
+    if missing_sqlite_file(db or GlobalOptions.db):
         return None
     try:
         return open_database(db or GlobalOptions.db, migrate=False)

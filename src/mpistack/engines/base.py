@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -157,15 +156,11 @@ class Engine:
         """End a job's processes and the containers labelled `label` (mpistack.case=LABEL) together: SIGTERM
         to all, SIGKILL to what is left after `grace` seconds, then remove what the job's processes were
         still creating meanwhile."""
-        deadline = time.monotonic() + grace
-        job.signal(signal.SIGTERM)
-        containers = label is not None and self.available()
-        if containers:
-            self.remove_containers(f"mpistack.case={label}", grace)
-        job.wait_empty(max(0.0, deadline - time.monotonic()))
-        job.kill()
-        if containers:
-            self.remove_containers(f"mpistack.case={label}")
+        if label is None or not self.available():
+            job.end(grace)
+            return
+        job.end(grace, meanwhile=lambda: self.remove_containers(f"mpistack.case={label}", grace))
+        self.remove_containers(f"mpistack.case={label}")
 
     def build_containment_args(self, job: Job) -> list[str]:
         """Flags that keep a build's step processes in the build's job."""
@@ -225,9 +220,8 @@ class Engine:
         try:
             if log:
                 log.write("$ " + " ".join(self.command(*args)) + "\n")
-            proc = subprocess.Popen(self.command(*args), env={**self.env(), **job.environment()},
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                    preexec_fn=job.preexec(), start_new_session=True)
+            proc = job.start(self.command(*args), self.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, bufsize=1)
             assert proc.stdout is not None
             for line in proc.stdout:
                 if log:
@@ -283,9 +277,7 @@ class Engine:
         start = time.monotonic()
         timed_out = False
         try:
-            proc = subprocess.Popen(argv, env={**self.env(), **job.environment()}, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, preexec_fn=job.preexec(),
-                                    start_new_session=True)
+            proc = job.start(argv, self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             try:
                 stdout, stderr = proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:

@@ -19,7 +19,9 @@ import itertools
 import os
 import secrets
 import signal
+import subprocess
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 #: the variable every process of a job inherits (the fallback finds the job's processes by it)
@@ -80,8 +82,8 @@ def _environ_has(pid: str, needle: bytes) -> bool:
 
 
 class Job:
-    """One job's processes. `Job.create()` before starting it; pass `environment()` and `preexec()` to its
-    Popen; `end()` when it is over (or its limit has passed); `close()` at last."""
+    """One job's processes. `Job.create()` before starting it; `start()` its first process; `end()` when it
+    is over (or its limit has passed); `close()` at last."""
 
     def __init__(self, ident: str, cgroup: Path | None, note: str):
         self.ident = ident
@@ -133,6 +135,12 @@ class Job:
             finally:
                 os.close(descriptor)
         return join
+
+    def start(self, argv: Sequence[str], env: Mapping[str, str], **popen) -> subprocess.Popen:
+        """Start the job's first process with `env` (and the job's variable), in a session of its own and in
+        the job's cgroup; `popen`: the rest of Popen's arguments (its outputs)."""
+        return subprocess.Popen(argv, env={**env, **self.environment()}, preexec_fn=self.preexec(),
+                                start_new_session=True, **popen)
 
     def cgroup_path(self) -> str | None:
         """The cgroup as a path inside the hierarchy (what `--cgroup-parent` takes), or None."""
@@ -188,11 +196,14 @@ class Job:
             time.sleep(0.05)
         return True
 
-    def end(self, grace: float) -> int:
+    def end(self, grace: float, meanwhile: Callable[[], object] = lambda: None) -> int:
         """SIGTERM to every process of the job (MPI launchers end their ranks on it), SIGKILL to what is left
-        after `grace` seconds. Returns how many processes there were."""
+        after `grace` seconds. `meanwhile` runs within the grace (the engine stopping the job's containers).
+        Returns how many processes there were."""
+        deadline = time.monotonic() + grace
         count = self.signal(signal.SIGTERM)
-        if count and not self.wait_empty(grace):
+        meanwhile()
+        if count and not self.wait_empty(max(0.0, deadline - time.monotonic())):
             self.kill()
         return count
 

@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..cache import cache_dir
+from ..cache import cache_dir, write_file_atomically
 from ..registry import ENGINES
 from .base import Engine
 from .containment import Job
@@ -40,10 +40,7 @@ def ensure_containers_conf() -> Path:
     if os.environ.get("MPISTACK_PODMAN_CONF"):
         return path
     if not path.exists() or path.read_text() != CONTAINERS_CONF:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(CONTAINERS_CONF)
-        tmp.replace(path)
+        write_file_atomically(path, CONTAINERS_CONF)
     return path
 
 

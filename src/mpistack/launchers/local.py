@@ -22,6 +22,7 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..cache import write_file_atomically
 from ..engines import Engine
 from ..engines.base import STOP_GRACE_SECONDS
 from ..engines.containment import Job
@@ -30,7 +31,6 @@ from ..runtime import mpiexec_argv
 from ..spec.campaign import Placement
 from .base import Execution, LaunchPlan, PerRankStart, captured_outputs, recorded_environment
 
-KILL_GRACE_SECONDS = STOP_GRACE_SECONDS
 #: the host's launcher of each MPI (Debian installs both side by side)
 HOST_LAUNCHERS = {"mpich": "mpiexec.mpich", "openmpi": "mpirun.openmpi"}
 
@@ -73,8 +73,7 @@ class LocalLauncher:
         try:
             outputs.mkdir(parents=True, exist_ok=True)
             with open(outputs / "stdout", "wb") as stdout, open(outputs / "stderr", "wb") as stderr:
-                process = subprocess.Popen(plan.argv, env={**env, **job.environment()}, stdout=stdout, stderr=stderr,
-                                           start_new_session=True, preexec_fn=job.preexec())
+                process = job.start(plan.argv, env, stdout=stdout, stderr=stderr)
         except BaseException:
             job.close()
             if marker is not None:
@@ -108,18 +107,14 @@ class LocalLauncher:
         if job.members():
             self._kill(None, job, label)
         elif label and self.engine is not None and self.engine.available():
-            self.engine.remove_containers(f"mpistack.case={label}", KILL_GRACE_SECONDS)
+            self.engine.remove_containers(f"mpistack.case={label}", STOP_GRACE_SECONDS)
 
     def _mark(self, plan: LaunchPlan, job: Job) -> Path | None:
         if self.state_dir is None:
             return None
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        marker = self.state_dir / f"running-{os.getpid()}.json"
-        temporary = marker.with_suffix(".part")
-        temporary.write_text(json.dumps({"label": plan.label, "command": shlex.join(plan.argv)[:200],
-                                         **job.record()}))
-        temporary.replace(marker)
-        return marker
+        return write_file_atomically(self.state_dir / f"running-{os.getpid()}.json",
+                                     json.dumps({"label": plan.label, "command": shlex.join(plan.argv)[:200],
+                                                 **job.record()}))
 
     def end_leftovers(self) -> list[str]:
         """End what earlier, killed runs left running: each marker's job (its processes) and containers.
@@ -135,7 +130,7 @@ class LocalLauncher:
                 continue
             if left.get("job"):  # every process of the case, wherever its session
                 job = Job.from_record(left)
-                count = job.end(KILL_GRACE_SECONDS)
+                count = job.end(STOP_GRACE_SECONDS)
                 job.close()
                 if count:
                     ended.append(f"{count} process(es) of `{left.get('command')}` (job {left['job']})")
@@ -154,8 +149,8 @@ class LocalLauncher:
     def _kill(self, process: subprocess.Popen | None, job: Job, label: str | None) -> None:
         """Every process of the case and its containers: SIGTERM, then SIGKILL after the grace period."""
         if self.engine is not None:
-            self.engine.end(job, label, KILL_GRACE_SECONDS)
+            self.engine.end(job, label)
         else:
-            job.end(KILL_GRACE_SECONDS)
+            job.end(STOP_GRACE_SECONDS)
         if process is not None:
             process.wait()

@@ -28,7 +28,7 @@ import jinja2
 from ..registry import LAUNCHERS
 from ..runtime import SRUN_MPI
 from ..spec.campaign import Placement, SlurmEntry
-from ..spec.toml_files import load_model, read_text
+from ..spec.toml_files import load_model, read_text, user_config_file
 from .base import Execution, PerRankStart, captured_outputs, recorded_environment
 
 #: what PMIx runs set: psec=native, PMIx in Slurm's security domain (CSCS docs 'OpenMPI',
@@ -45,7 +45,6 @@ ENDED_STATES = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_F
                           "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"})
 #: job ends that say nothing about the cases: their cases are run again, within the retry budget
 INFRASTRUCTURE_STATES = frozenset({"NODE_FAIL", "BOOT_FAIL", "PREEMPTED"})
-USER_DEFAULTS = "~/.config/mpistack/slurm.toml"
 
 
 class SlurmError(RuntimeError):
@@ -84,10 +83,7 @@ def step_env(mpi: str) -> dict[str, str]:
 
 def user_defaults_path() -> Path:
     override = os.environ.get("MPISTACK_SLURM_DEFAULTS")
-    if override:
-        return Path(override)
-    config = os.environ.get("XDG_CONFIG_HOME")
-    return Path(config) / "mpistack" / "slurm.toml" if config else Path(USER_DEFAULTS).expanduser()
+    return Path(override) if override else user_config_file("slurm.toml")
 
 
 def settings(campaign_table: SlurmEntry | None) -> SlurmEntry:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..cache import write_file_atomically
 from .data import Report
 
 FORMATS = ("md", "html", "json")
@@ -30,8 +31,6 @@ def write_report(report: Report, directory: Path, formats: tuple[str, ...] | lis
             text = render_json(report)
         else:
             raise ValueError(f"unknown report format {kind!r}; known: {', '.join(FORMATS)}")
-        temporary = path.with_suffix(path.suffix + ".tmp")
-        temporary.write_text(text, encoding="utf-8")
-        temporary.replace(path)
+        write_file_atomically(path, text)
         written.append(path)
     return written
