@@ -1,4 +1,5 @@
-"""Shared fixtures: paths, and a real PostgreSQL server started for the session."""
+"""Shared fixtures: paths, a real PostgreSQL server started for the session, and podman with the local base
+image."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from mpistack.engines import EngineError, get_engine
+from mpistack.images.baseimage import make_base_image
 from mpistack.spec import catalogue, load_stack_text
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,6 +66,10 @@ class PostgresServer:
     def start(self) -> None:
         self._run(str(self.bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres",
                   "--no-sync")
+        self.serve()
+
+    def serve(self) -> None:
+        """Start the server on its data directory and port: at first, and again after a test stopped it."""
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
         self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", options, "-l",
                   str(self.root / "server.log"), "-w", "start")
@@ -97,6 +104,32 @@ def store_url(request, tmp_path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "results.db")
     return request.getfixturevalue("postgres_server").new_database()
+
+
+@pytest.fixture(scope="session")
+def podman():
+    if shutil.which("podman") is None:
+        pytest.skip("podman is not installed")
+    if os.geteuid() != 0:
+        pytest.skip("the podman tests run as root (rootless podman needs subuid set-up)")
+    engine = get_engine("podman")
+    probe = subprocess.run(engine.command("info", "--format", "{{.Host.OCIRuntime.Name}}"), env=engine.env(),
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"podman cannot run here: {probe.stderr.strip()[-300:]}")
+    return engine
+
+
+@pytest.fixture(scope="session")
+def base_image(podman):
+    """localhost/debian:bookworm, made once (debootstrap + import) and reused by every build."""
+    if shutil.which("debootstrap") is None and not podman.image_exists("localhost/debian:bookworm"):
+        pytest.skip("debootstrap is not installed and there is no localhost/debian:bookworm image")
+    try:
+        result = make_base_image(podman, "debian:bookworm")
+    except EngineError as error:
+        pytest.skip(f"cannot make the base image: {error}")
+    return result.tag
 
 
 @pytest.fixture

@@ -11,24 +11,12 @@ import time
 
 import pytest
 
-MPISTACK = [sys.executable, "-m", "mpistack.cli"]
+from tests.helpers import MPISTACK, campaign_file, mpistack
+
 SMALL = '["-m", "1:1024", "-i", "40", "-x", "4"]'
 
 needs_mpich = pytest.mark.skipif(shutil.which("mpiexec.mpich") is None, reason="Debian's mpich not installed")
 needs_podman = pytest.mark.skipif(shutil.which("podman") is None, reason="podman not installed")
-
-
-def campaign_file(tmp_path, body, name="t"):
-    path = tmp_path / f"{name}.toml"
-    path.write_text(f'name = "{name}"\n' + body)
-    return path
-
-
-def mpistack(*args, check=True, timeout=900):
-    result = subprocess.run([*MPISTACK, *map(str, args)], capture_output=True, text=True, timeout=timeout)
-    if check:
-        assert result.returncode == 0, f"{args}:\n{result.stdout}\n{result.stderr}"
-    return result
 
 
 def runs(db):

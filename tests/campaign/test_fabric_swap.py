@@ -14,7 +14,6 @@ import re
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,7 @@ from mpistack.spec import catalogue
 from mpistack.spec.campaign import load_campaign_text
 from mpistack.store import open_database
 from mpistack.store.campaigns import start_campaign
+from tests.helpers import mpistack
 
 needs_podman = pytest.mark.skipif(shutil.which("podman") is None or shutil.which("mpiexec.mpich") is None,
                                   reason="needs podman and Debian's mpich (the host launcher)")
@@ -103,8 +103,7 @@ def test_the_systems_libfabric_1_17_is_refused_for_the_wheel_with_the_missing_sy
     path = tmp_path / "swap.toml"
     path.write_text(campaign_text("fabric-swap-refused").replace('"container", "hybrid", ', ""))
     db = tmp_path / "refused.db"
-    result = subprocess.run([sys.executable, "-m", "mpistack.cli", "run", str(path), "--db", str(db)],
-                            capture_output=True, text=True, timeout=600)
+    result = mpistack("run", path, "--db", db, check=None, timeout=600)
     assert result.returncode in (0, 1), result.stderr
     (run,) = stored_runs(db).values()
     assert run["status"] == "skipped"

@@ -5,8 +5,6 @@ The TCP variant runs the PyPI MPICH (ch4:ofi, libfabric's tcp provider): Debian'
 transport hangs in about one launch of three here, which a campaign records as timeouts."""
 
 import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -14,6 +12,7 @@ from mpistack.analysis.answers import SYSTEM, answer
 from mpistack.analysis.evidence import load_rows
 from mpistack.store import open_database
 from mpistack.store.query import Where
+from tests.helpers import mpistack
 
 pytestmark = [
     pytest.mark.podman,
@@ -45,9 +44,7 @@ def test_mpich_through_tcp_is_slower_at_small_messages_and_the_plain_container_i
     path = tmp_path / "c.toml"
     path.write_text(CAMPAIGN)
     db = tmp_path / "r.db"
-    result = subprocess.run([sys.executable, "-m", "mpistack.cli", "--db", str(db), "run", str(path)],
-                            capture_output=True, text=True, timeout=1200)
-    assert result.returncode == 0, result.stdout + result.stderr
+    result = mpistack("--db", db, "run", path, timeout=1200)
     answers = {(a.key.stack, a.key.approach, a.key.variant): a
                for a in answer(load_rows(open_database(str(db)), [Where("campaign", "=", 1)]))
                if a.baseline == SYSTEM}

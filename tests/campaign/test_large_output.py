@@ -14,8 +14,8 @@ import pytest
 from mpistack.cache import cache_dir
 from mpistack.campaign.stages import MESSAGE_LIMIT
 from mpistack.launchers.base import OUTPUT_CAP_BYTES
+from tests.helpers import MPISTACK
 
-MPISTACK = [sys.executable, "-m", "mpistack.cli"]
 MB = 1_000_000
 needs_mpich = pytest.mark.skipif(shutil.which("mpiexec.mpich") is None, reason="Debian's mpich not installed")
 

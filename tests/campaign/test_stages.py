@@ -4,10 +4,8 @@ case is a small script, so that infrastructure failures can be produced on deman
 import signal
 import sqlite3
 import subprocess
-import sys
 import textwrap
 import time
-from datetime import datetime, timezone
 
 import pytest
 
@@ -21,6 +19,7 @@ from mpistack.spec.campaign import load_campaign_text
 from mpistack.spec.status import RunStatus
 from mpistack.store import open_database
 from mpistack.store.campaigns import start_campaign
+from tests.helpers import MPISTACK, execution
 
 
 def case_context(campaign, resources, db_path):
@@ -84,7 +83,7 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path):
                     '[[benchmark]]\nname = "latency"\n'
                     '[[benchmark]]\nname = "slow"\nprogram = "/bin/sleep"\noptions = ["600"]\n'
                     '[[benchmark]]\nname = "allreduce"\n')
-    command = [sys.executable, "-m", "mpistack.cli", "run", str(path), "--db", str(db)]
+    command = [*MPISTACK, "run", str(path), "--db", str(db)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # wait until the slow case is running
@@ -132,21 +131,15 @@ def test_a_stack_whose_image_cannot_be_had_fails_its_cases_only(tmp_path):
     assert outcomes == [("host-mpich", RunStatus.OK), ("pip-mpich", RunStatus.FAILED)]
 
 
-def _execution(stdout: str = "") -> stages.Execution:
-    now = datetime.now(timezone.utc)
-    return stages.Execution(exit_code=0, timed_out=False, interrupted=False, stdout=stdout, stderr="",
-                            started=now, finished=now, environment={})
-
-
 def test_singletons_are_a_failure(tmp_path):
     """An MPI started by a launcher whose process-management interface it does not speak runs every rank
     as a job of its own: the benchmark reports size 1 where the case asked for 2."""
     runs = parse_text("# OSU MPI Latency Test v7.5\n# Size       Avg Latency(us)\n1   1.50\n", "stdout")
     runs[0].provenance.ranks = 1
-    judged = stages.classify(_execution(), stages.Parsed(runs), 60, ranks=2)
+    judged = stages.classify(execution(), stages.Parsed(runs), 60, ranks=2)
     assert judged.status is RunStatus.FAILED and "ran with 1 rank(s) where the case asked for 2" in judged.message
     runs[0].provenance.ranks = 2
-    assert stages.classify(_execution(), stages.Parsed(runs), 60, ranks=2).status is RunStatus.OK
+    assert stages.classify(execution(), stages.Parsed(runs), 60, ranks=2).status is RunStatus.OK
 
 
 SLOW_CAMPAIGN = ('name = "c"\norder = "matrix"\napproaches = ["native"]\n'
@@ -161,7 +154,7 @@ def _running(pattern: str) -> bool:
 def _start_slow(tmp_path, seconds: int):
     path = tmp_path / "c.toml"
     path.write_text(SLOW_CAMPAIGN.format(seconds=seconds))
-    command = [sys.executable, "-m", "mpistack.cli", "run", str(path), "--db", str(tmp_path / "r.db")]
+    command = [*MPISTACK, "run", str(path), "--db", str(tmp_path / "r.db")]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not _running(f"sleep {seconds}"):

@@ -4,11 +4,7 @@ stored by the next start; none is lost, none stored twice."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -17,18 +13,10 @@ import pytest
 from sqlalchemy import text
 
 from mpistack.store import open_database
+from tests.helpers import HOST_MPICH_ONE_RANK, OSU_LATENCY, campaign_file, mpistack, osu_program
 
 pytestmark = [pytest.mark.postgres,
               pytest.mark.skipif(shutil.which("mpiexec.mpich") is None, reason="Debian's mpich not installed")]
-
-OSU = "# OSU MPI Latency Test v7.5\n# Size       Avg Latency(us)\n1                       1.50\n2                       1.60\n"
-
-
-def start_again(server) -> None:
-    """Start the (stopped) test server on its data directory and port."""
-    options = f"-p {server.port} -k {server.root} -c listen_addresses=127.0.0.1 -c fsync=off"
-    server._run(str(server.bindir / "pg_ctl"), "-D", str(server.data), "-o", options, "-l",
-                str(server.root / "server.log"), "-w", "start")
 
 
 def stop_command(server) -> str:
@@ -36,35 +24,9 @@ def stop_command(server) -> str:
     return " ".join(f"'{arg}'" for arg in argv)
 
 
-def benchmark(tmp_path: Path, name: str, before: str = "") -> Path:
-    """A program printing OSU latency output, after running `before` (shell)."""
-    output, script = tmp_path / f"{name}.txt", tmp_path / f"{name}.sh"
-    output.write_text(OSU)
-    script.write_text(f"#!/bin/sh\n{before}\ncat '{output}'\n")
-    script.chmod(0o755)
-    return script
-
-
 def campaign(tmp_path: Path, scripts: list[Path]) -> Path:
     benchmarks = "".join(f'[[benchmark]]\nname = "{script.stem}"\nprogram = "{script}"\n' for script in scripts)
-    path = tmp_path / "faults.toml"
-    path.write_text(textwrap.dedent("""\
-        name = "faults"
-        order = "matrix"
-        approaches = ["native"]
-        [[stack]]
-        name = "h"
-        host = "mpich"
-        [[placement]]
-        ranks = 1
-        """) + benchmarks)
-    return path
-
-
-def mpistack(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "mpistack.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=600, cwd=tmp_path)
+    return campaign_file(tmp_path, 'order = "matrix"\n' + HOST_MPICH_ONE_RANK + benchmarks, name="faults")
 
 
 def stored_cases(url: str) -> list[str]:
@@ -75,12 +37,12 @@ def stored_cases(url: str) -> list[str]:
 
 def test_the_store_stopped_mid_campaign_loses_no_case_and_resume_stores_none_twice(tmp_path, postgres_server):
     url = postgres_server.new_database()
-    first, second = benchmark(tmp_path, "first"), benchmark(tmp_path, "second", stop_command(postgres_server))
-    path = campaign(tmp_path, [first, second, benchmark(tmp_path, "third")])
+    first, second = osu_program(tmp_path, "first"), osu_program(tmp_path, "second", stop_command(postgres_server))
+    path = campaign(tmp_path, [first, second, osu_program(tmp_path, "third")])
     try:
-        stopped = mpistack(tmp_path, "run", str(path), "--db", url)
+        stopped = mpistack("run", str(path), "--db", url, home=tmp_path, check=None)
     finally:
-        start_again(postgres_server)
+        postgres_server.serve()
     journal = tmp_path / "cache" / "mpistack" / "work" / "faults" / "journal"
     assert stopped.returncode == 3, stopped.stdout + stopped.stderr
     assert "trying again in 1 s" in stopped.stdout and "did not answer through 6 tries" in stopped.stderr
@@ -88,7 +50,7 @@ def test_the_store_stopped_mid_campaign_loses_no_case_and_resume_stores_none_twi
     assert len(list(journal.glob("*.json"))) == 1
     assert stored_cases(url) == ["h/native/first/n1N1/H-H/r1"]  # the second finished; the store was gone
 
-    resumed = mpistack(tmp_path, "run", str(path), "--db", url, "--resume")
+    resumed = mpistack("run", str(path), "--db", url, "--resume", home=tmp_path, check=None)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "stored 1 finished case(s) an earlier run kept" in resumed.stdout
     assert "1 case(s) to run, 2 already done" in resumed.stdout
@@ -99,20 +61,20 @@ def test_the_store_stopped_mid_campaign_loses_no_case_and_resume_stores_none_twi
 def test_a_store_back_within_the_retries_loses_nothing(tmp_path, postgres_server):
     url = postgres_server.new_database()
     flag = tmp_path / "stopped"
-    path = campaign(tmp_path, [benchmark(tmp_path, "first", f"{stop_command(postgres_server)} && touch {flag}"),
-                               benchmark(tmp_path, "second")])
+    path = campaign(tmp_path, [osu_program(tmp_path, "first", f"{stop_command(postgres_server)} && touch {flag}"),
+                               osu_program(tmp_path, "second")])
 
     def restart_soon():  # the server comes back 2 s after the case stopped it
         deadline = time.monotonic() + 120
         while not flag.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(2)
-        start_again(postgres_server)
+        postgres_server.serve()
 
     restarter = threading.Thread(target=restart_soon)
     restarter.start()
     try:
-        result = mpistack(tmp_path, "run", str(path), "--db", url)
+        result = mpistack("run", str(path), "--db", url, home=tmp_path, check=None)
     finally:
         restarter.join()
     assert result.returncode == 0, result.stdout + result.stderr
@@ -129,7 +91,7 @@ def test_a_journal_entry_whose_commit_happened_is_not_stored_twice(tmp_path):
 
     database = open_database(str(tmp_path / "j.db"))
     campaign_id = start_campaign(database, "j", {})
-    entry = journal.Entry(journal.store_identity(database), campaign_id, "case-1", parse_text(OSU, "out"), "test",
+    entry = journal.Entry(journal.store_identity(database), campaign_id, "case-1", parse_text(OSU_LATENCY, "out"), "test",
                           {"case": "case-1"}, Provenance(stack="s", ranks=1), None, None)
     kept = journal.Journal(tmp_path / "journal")
     assert journal.commit(database, entry, kept)

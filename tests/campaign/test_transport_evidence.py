@@ -8,16 +8,15 @@ import shlex
 import shutil
 import sqlite3
 from collections import Counter
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from mpistack.campaign import probe
-from mpistack.launchers import Execution, LaunchPlan, LocalLauncher
+from mpistack.launchers import LaunchPlan, LocalLauncher
+from tests.helpers import campaign_file, execution, mpistack
 
-from .test_batch import StandInSlurm, batch_run, ended
-from .test_campaign_runs import campaign_file, mpistack
+from .test_batch import StandInSlurm, batch_run, ended, every_case_ends
 
 DATA = Path(__file__).parent.parent / "parsers" / "data" / "transport"
 SMALL = '["-m", "1:64", "-i", "20", "-x", "2"]'
@@ -141,12 +140,10 @@ def test_a_probe_past_its_limit_is_killed_and_recorded_as_failed(tmp_path):
 
 
 def test_the_first_error_line_skips_the_librarys_chatter():
-    now = datetime.now(timezone.utc)
     stderr = ("[1.0] [vm:1:0]  ucp_context.c:1849 UCX  INFO  Version 1.13.1\n"
               "[1.0] [vm:1:0]  ucp_worker.c:1462 UCX  DIAG  failed to open CM\n"
               "Abort(1091471) on node 0: Fatal error in internal_Init: Other MPI error\n")
-    execution = Execution(15, False, False, "", stderr, now, now, {})
-    found = probe.evidence("mpich", LaunchPlan(["x"], {}, None), execution)
+    found = probe.evidence("mpich", LaunchPlan(["x"], {}, None), execution(exit_code=15, stderr=stderr))
     assert found["note"] == "probe failed: exit status 15: Abort(1091471) on node 0: Fatal error in internal_Init: " \
                             "Other MPI error"
 
@@ -165,11 +162,6 @@ def test_a_batch_job_probes_each_configuration_first_and_its_cases_record_what_i
             for step in steps:
                 ended(step, str(len(self.jobs) + 1), stdout=(DATA / "mpich402-ucx-tls-tcp.txt").read_text())
             return super().submit(script)
-
-    def every_case_ends(job, directories):
-        for directory in directories:
-            ended(directory, job)
-        return "COMPLETED"
 
     run, slurm, cases, _ = batch_run(tmp_path, every_case_ends, repeats=3, cases_per_job=2)
     run.launcher = Recording(slurm.table, every_case_ends)

@@ -3,22 +3,18 @@ Ctrl-C, SIGTERM or SIGHUP (exit 130), also when the container's program ignores 
 
 from __future__ import annotations
 
-import secrets
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 from mpistack.engines.base import STOP_GRACE_SECONDS
 from mpistack.spec import catalogue
-from tests.images import test_images
+from tests.helpers import MPISTACK, new_marker, processes_with
 
 pytestmark = pytest.mark.podman
-podman = test_images.podman  # the image tests' fixture
 STACK = "pip-mpich"
-MPISTACK = [sys.executable, "-m", "mpistack.cli"]
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +37,8 @@ def _containers(engine, marker: str) -> list[str]:
     return [line for line in listing.splitlines() if marker in line]
 
 
-def _processes(marker: str) -> list[str]:
-    return subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
-
-
 def test_a_timed_out_stack_run_ends_its_container(podman, stack_image):
-    marker = f"mpistack-test-{secrets.token_hex(6)}"
+    marker = new_marker()
     started = time.monotonic()
     proc = subprocess.run(_command(marker, "--timeout", "3"), capture_output=True, text=True, timeout=120)
     took = time.monotonic() - started
@@ -54,12 +46,12 @@ def test_a_timed_out_stack_run_ends_its_container(podman, stack_image):
     assert proc.returncode == 124, proc.stderr
     assert proc.stdout == "started\n" and "ended with its container after the limit of 3 s" in proc.stderr
     assert took < 3 + STOP_GRACE_SECONDS + 8  # the CLI's own start-up included
-    assert _containers(podman, marker) == [] and _processes(marker) == []
+    assert _containers(podman, marker) == [] and processes_with(marker) == {}
 
 
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_to_stack_run_ends_its_container(podman, stack_image, number):
-    marker = f"mpistack-test-{secrets.token_hex(6)}"
+    marker = new_marker()
     proc = subprocess.Popen(_command(marker), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not _containers(podman, marker):
@@ -73,4 +65,4 @@ def test_a_signal_to_stack_run_ends_its_container(podman, stack_image, number):
     print(f"{signal.Signals(number).name}: stack run ended {took:.2f} s later")
     assert proc.returncode == 130, stderr
     assert took < STOP_GRACE_SECONDS + 4
-    assert _containers(podman, marker) == [] and _processes(marker) == []
+    assert _containers(podman, marker) == [] and processes_with(marker) == {}

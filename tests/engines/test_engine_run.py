@@ -9,10 +9,8 @@ import pytest
 
 from mpistack.engines import ContainerRun
 from mpistack.engines.base import STOP_GRACE_SECONDS
-from tests.images import test_images
 
 pytestmark = pytest.mark.podman
-podman, base_image = test_images.podman, test_images.base_image  # the image tests' fixtures
 
 
 def test_a_timed_out_run_ends_its_container(podman, base_image):

@@ -8,20 +8,16 @@ sleeps: the build's first step then runs (no cached layer) and lasts until it is
 from __future__ import annotations
 
 import json
-import secrets
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 from mpistack.engines.containment import cgroup_parent
-from tests.images import test_images
-from tests.launchers.test_local import _processes_with
+from tests.helpers import MPISTACK, new_marker, processes_with
 
 pytestmark = pytest.mark.podman
-podman, base_image = test_images.podman, test_images.base_image  # the image tests' fixtures
 
 STAND_IN = "#!/bin/sh\nexport MPISTACK_TEST_MARKER={marker}\nexec sleep 1000\n"
 
@@ -29,7 +25,7 @@ STAND_IN = "#!/bin/sh\nexport MPISTACK_TEST_MARKER={marker}\nexec sleep 1000\n"
 @pytest.fixture
 def sleeping_base(podman, base_image, tmp_path):
     """A base image whose apt-get sleeps, marked so that its processes can be found; removed afterwards."""
-    marker = f"mpistack-test-{secrets.token_hex(6)}"
+    marker = new_marker()
     tag = f"localhost/mpistack-test/sleeping-base:{marker}"
     (tmp_path / "apt-get").write_text(STAND_IN.format(marker=marker))
     (tmp_path / "Containerfile").write_text(f"FROM {base_image}\nCOPY apt-get /usr/local/bin/apt-get\n"
@@ -54,12 +50,12 @@ def test_a_signal_during_stack_build_leaves_no_step_and_no_working_container(pod
     stack.write_text(f'name = "test-interrupt"\ndescription = "a build that is interrupted"\n'
                      f'origin = "tests"\nmode = "distro"\nnetwork = "ucx"\n[base]\nimage = "{image}"\n'
                      '[mpi]\nimpl = "mpich"\nversion = "4.0.2"\ndevice = "ch4:ucx"\nchannel = "apt"\n')
-    proc = subprocess.Popen([sys.executable, "-m", "mpistack.cli", "stack", "build", str(stack), "--log",
-                             str(tmp_path / "build.log")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([*MPISTACK, "stack", "build", str(stack), "--log", str(tmp_path / "build.log")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not _processes_with(marker) and proc.poll() is None:
+    while time.monotonic() < deadline and not processes_with(marker) and proc.poll() is None:
         time.sleep(0.1)
-    assert _processes_with(marker), "the build's step never ran: " + (tmp_path / "build.log").read_text()[-2000:]
+    assert processes_with(marker), "the build's step never ran: " + (tmp_path / "build.log").read_text()[-2000:]
     assert _working_containers(podman, image)
     sent = time.monotonic()
     proc.send_signal(number)
@@ -68,7 +64,7 @@ def test_a_signal_during_stack_build_leaves_no_step_and_no_working_container(pod
     print(f"{signal.Signals(number).name}: the build ended {took:.2f} s later")
     assert proc.returncode == 130, stderr
     assert "build interrupted" in stderr
-    assert _processes_with(marker) == {}
+    assert processes_with(marker) == {}
     assert _working_containers(podman, image) == []
     parent = cgroup_parent()[0]
     if parent is not None:

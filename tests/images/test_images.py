@@ -5,46 +5,17 @@ Marked `podman`; skipped with a reason where podman (or a usable runtime) is mis
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 
 import pytest
 
 from mpistack import runtime
 from mpistack.spec import catalogue
-from mpistack.engines import ContainerRun, EngineError, get_engine
-from mpistack.images.baseimage import make_base_image
+from mpistack.engines import ContainerRun
 from mpistack.parsers.osu_text import parse_osu_text
+from tests.helpers import MPISTACK
 
 pytestmark = pytest.mark.podman
-
-
-@pytest.fixture(scope="session")
-def podman():
-    if shutil.which("podman") is None:
-        pytest.skip("podman is not installed")
-    if os.geteuid() != 0:
-        pytest.skip("the podman tests run as root (rootless podman needs subuid set-up)")
-    engine = get_engine("podman")
-    probe = subprocess.run(engine.command("info", "--format", "{{.Host.OCIRuntime.Name}}"), env=engine.env(),
-                           capture_output=True, text=True)
-    if probe.returncode != 0:
-        pytest.skip(f"podman cannot run here: {probe.stderr.strip()[-300:]}")
-    return engine
-
-
-@pytest.fixture(scope="session")
-def base_image(podman):
-    """localhost/debian:bookworm, made once (debootstrap + import) and reused by every build."""
-    if shutil.which("debootstrap") is None and not podman.image_exists("localhost/debian:bookworm"):
-        pytest.skip("debootstrap is not installed and there is no localhost/debian:bookworm image")
-    try:
-        result = make_base_image(podman, "debian:bookworm")
-    except EngineError as error:
-        pytest.skip(f"cannot make the base image: {error}")
-    return result.tag
 
 
 def _build(name: str, tmp_path):
@@ -82,8 +53,8 @@ def test_build_and_run_mpistack_bench(podman, base_image, tmp_path, name):
 
 def test_stack_build_cli_reuses_cache(podman, base_image, tmp_path):
     """`mpistack stack build` end to end; the image was built above, so every layer comes from cache."""
-    proc = subprocess.run([sys.executable, "-m", "mpistack.cli", "stack", "build", "debian-mpich",
-                           "--log", str(tmp_path / "cli.log")], capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([*MPISTACK, "stack", "build", "debian-mpich", "--log", str(tmp_path / "cli.log")],
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "built localhost/mpistack/debian-mpich:mpich4.0.2-ucx" in proc.stdout
     assert "Using cache" in (tmp_path / "cli.log").read_text()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -21,32 +20,9 @@ import pytest
 from mpistack.engines.containment import Job, cgroup_parent
 from mpistack.launchers.base import LaunchPlan
 from mpistack.launchers.local import LocalLauncher
+from tests.helpers import CONTAINMENT, HAS_CGROUPS, new_marker, processes_with
 
-HAS_CGROUPS = cgroup_parent()[0] is not None
-CONTAINMENT = [pytest.param(True, id="cgroup", marks=pytest.mark.skipif(not HAS_CGROUPS, reason=cgroup_parent()[1])),
-               pytest.param(False, id="environment")]
 needs_mpich = pytest.mark.skipif(shutil.which("mpiexec.mpich") is None, reason="mpiexec.mpich is not installed")
-
-
-def _marker() -> str:
-    return f"mpistack-test-{secrets.token_hex(6)}"
-
-
-def _processes_with(marker: str) -> dict[int, int]:
-    """pid -> session of every process whose argv or environment carries `marker`."""
-    found = {}
-    needle = marker.encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            text = (entry / "cmdline").read_bytes() + (entry / "environ").read_bytes()
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if needle in text and stat[0] != "Z":
-            found[int(entry.name)] = int(stat[3])
-    return found
 
 
 def _plan(marker: str, script: str, *argv: str) -> LaunchPlan:
@@ -62,7 +38,7 @@ class _Watcher(threading.Thread):
 
     def run(self) -> None:
         while not self.done.is_set():
-            self.sessions.update(_processes_with(self.marker).values())
+            self.sessions.update(processes_with(self.marker).values())
             time.sleep(0.05)
 
 
@@ -72,7 +48,7 @@ SETSID_CHILD = "setsid sleep 1000 & sleep 1000"
 
 @pytest.mark.parametrize("cgroups", CONTAINMENT)
 def test_a_timed_out_case_leaves_no_process_also_not_one_that_called_setsid(cgroups):
-    marker = _marker()
+    marker = new_marker()
     watcher = _Watcher(marker)
     watcher.start()
     execution = LocalLauncher(cgroups=cgroups).execute(_plan(marker, SETSID_CHILD), timeout=1.5)
@@ -80,7 +56,7 @@ def test_a_timed_out_case_leaves_no_process_also_not_one_that_called_setsid(cgro
     watcher.join()
     assert execution.timed_out and execution.exit_code is None
     assert len(watcher.sessions) >= 2, "the child never left the case's session: the test proves nothing"
-    assert _processes_with(marker) == {}
+    assert processes_with(marker) == {}
     assert execution.seconds < 1.5 + 3  # SIGTERM ends `sleep` at once: no grace period spent
 
 
@@ -90,46 +66,46 @@ def test_a_timed_out_case_leaves_no_process_also_not_one_that_called_setsid(cgro
 def test_a_timeout_while_mpiexec_starts_leaves_no_proxy_and_no_rank(cgroups, limit):
     """Hydra starts its proxy and the ranks in sessions of their own; a limit that falls while it starts them
     used to leave them running."""
-    marker = _marker()
+    marker = new_marker()
     plan = _plan(marker, SETSID_CHILD, "mpiexec.mpich", "-n", "2")
     execution = LocalLauncher(cgroups=cgroups).execute(plan, timeout=limit)
     assert execution.timed_out
     time.sleep(0.2)  # a process that escaped would still be starting
-    assert _processes_with(marker) == {}
+    assert processes_with(marker) == {}
 
 
 @needs_mpich
 @pytest.mark.parametrize("cgroups", CONTAINMENT)
 def test_ctrl_c_during_an_mpi_case_ends_mpiexec_its_proxy_and_the_ranks(cgroups):
-    marker = _marker()
+    marker = new_marker()
     launcher = LocalLauncher(cgroups=cgroups)
     seen = []
 
     def press_ctrl_c() -> None:  # what the campaign's SIGINT handler does, once the ranks run
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and len(_processes_with(marker)) < 5:  # mpiexec, proxy, 2 ranks, 1 child
+        while time.monotonic() < deadline and len(processes_with(marker)) < 5:  # mpiexec, proxy, 2 ranks, 1 child
             time.sleep(0.05)
-        seen.append(len(_processes_with(marker)))
+        seen.append(len(processes_with(marker)))
         launcher.interrupt()
 
     threading.Thread(target=press_ctrl_c, daemon=True).start()
     execution = launcher.execute(_plan(marker, SETSID_CHILD, "mpiexec.mpich", "-n", "2"), timeout=60)
     assert execution.interrupted and not execution.timed_out and execution.exit_code is None
     assert seen and seen[0] >= 5, f"only {seen} processes of the case ever ran"
-    assert _processes_with(marker) == {}
+    assert processes_with(marker) == {}
 
 
 @pytest.mark.parametrize("cgroups", CONTAINMENT)
 def test_what_a_case_leaves_running_when_it_ends_by_itself_is_ended(cgroups):
-    marker = _marker()
+    marker = new_marker()
     execution = LocalLauncher(cgroups=cgroups).execute(
         _plan(marker, "setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo done"), timeout=30)
     assert execution.exit_code == 0 and execution.stdout == "done\n"
-    assert _processes_with(marker) == {}
+    assert processes_with(marker) == {}
 
 
 def test_the_containment_is_recorded_with_the_reason_for_a_fallback():
-    marker = _marker()
+    marker = new_marker()
     fallback = LocalLauncher(cgroups=False).execute(_plan(marker, "true"), timeout=30)
     assert fallback.facts["containment"] == "environment"
     assert "MPISTACK_JOB" in fallback.facts["containment_note"]
@@ -140,7 +116,7 @@ def test_the_containment_is_recorded_with_the_reason_for_a_fallback():
 @pytest.mark.skipif(not HAS_CGROUPS, reason=cgroup_parent()[1])
 def test_a_case_cgroup_is_removed_when_the_case_ends():
     before = set(cgroup_parent()[0].glob(f"mpistack-case-{os.getpid()}-*"))
-    LocalLauncher().execute(_plan(_marker(), SETSID_CHILD), timeout=0.5)
+    LocalLauncher().execute(_plan(new_marker(), SETSID_CHILD), timeout=0.5)
     assert set(cgroup_parent()[0].glob(f"mpistack-case-{os.getpid()}-*")) == before
 
 
@@ -149,6 +125,7 @@ import sys
 from pathlib import Path
 from mpistack.launchers.base import LaunchPlan
 from mpistack.launchers.local import LocalLauncher
+from tests.helpers import CONTAINMENT, HAS_CGROUPS, new_marker, processes_with
 plan = LaunchPlan(argv=["sh", "-c", "setsid sleep 1000 & sleep 1000"], env={"MPISTACK_TEST_MARKER": sys.argv[2]},
                   output=None)
 LocalLauncher(state_dir=Path(sys.argv[1]), cgroups=sys.argv[3] == "True").execute(plan, timeout=600)
@@ -159,18 +136,18 @@ LocalLauncher(state_dir=Path(sys.argv[1]), cgroups=sys.argv[3] == "True").execut
 def test_a_killed_runner_leaves_its_case_for_the_next_start_to_end(tmp_path, cgroups):
     """SIGKILL of the runner runs no handler: its case survives it, and `end_leftovers` ends all of it
     (also the child in a session of its own) at the next start."""
-    marker = _marker()
+    marker = new_marker()
     runner = subprocess.Popen([sys.executable, "-c", RUNNER, str(tmp_path), marker, str(cgroups)])
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and len(set(_processes_with(marker)) - {runner.pid}) < 3:
+    while time.monotonic() < deadline and len(set(processes_with(marker)) - {runner.pid}) < 3:
         time.sleep(0.05)
     runner.kill()
     runner.wait()
-    assert len(_processes_with(marker)) == 3  # sh, its sleep, the setsid child's sleep
+    assert len(processes_with(marker)) == 3  # sh, its sleep, the setsid child's sleep
     record = json.loads(next(tmp_path.glob("running-*.json")).read_text())
     ended = LocalLauncher(state_dir=tmp_path).end_leftovers()
     assert ended == [f"3 process(es) of `sh -c 'setsid sleep 1000 & sleep 1000'` (job {record['job']})"]
-    assert _processes_with(marker) == {}
+    assert processes_with(marker) == {}
     assert list(tmp_path.glob("running-*.json")) == []
     if cgroups:
         assert not Path(record["cgroup"]).exists()
@@ -179,18 +156,18 @@ def test_a_killed_runner_leaves_its_case_for_the_next_start_to_end(tmp_path, cgr
 def test_a_job_ends_a_process_that_ignores_sigterm_after_the_grace():
     job = Job.create("test")
     try:
-        marker = _marker()
+        marker = new_marker()
         process = subprocess.Popen(["sh", "-c", "trap '' TERM; setsid sh -c \"trap '' TERM; sleep 1000\" & wait"],
                                    env={**os.environ, **job.environment(), "MPISTACK_TEST_MARKER": marker},
                                    preexec_fn=job.preexec(), start_new_session=True)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and len(_processes_with(marker)) < 3:
+        while time.monotonic() < deadline and len(processes_with(marker)) < 3:
             time.sleep(0.05)
         started = time.monotonic()
         assert job.end(grace=1) >= 3
         assert 1 <= time.monotonic() - started < 3
         process.wait(timeout=5)
         assert process.returncode == -signal.SIGKILL
-        assert _processes_with(marker) == {}
+        assert processes_with(marker) == {}
     finally:
         job.close()

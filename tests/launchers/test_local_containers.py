@@ -15,10 +15,8 @@ from mpistack.engines import ContainerRun
 from mpistack.engines.base import STOP_GRACE_SECONDS
 from mpistack.launchers.base import LaunchPlan
 from mpistack.launchers.local import LocalLauncher
-from tests.images import test_images
 
 pytestmark = pytest.mark.podman
-podman, base_image = test_images.podman, test_images.base_image  # the image tests' fixtures
 
 IGNORES_SIGTERM = ["sh", "-c", 'echo started; trap "" TERM; sleep 1000']
 

@@ -24,9 +24,6 @@ from mpistack.engines.base import Engine
 from mpistack.recipes.blocks import PipMpiBlock
 from mpistack.recipes.render import build_secrets, host_pip_settings, render, without_credentials, write_context
 from mpistack.spec import catalogue
-from tests.images import test_images
-
-podman, base_image = test_images.podman, test_images.base_image  # the image tests' fixtures
 
 render_module = importlib.import_module("mpistack.recipes.render")  # the package exports a function of that name
 PASSWORD = "pw-" + token.token_hex(8)  # a value found nowhere else, so that any occurrence is a leak
