@@ -204,19 +204,6 @@ def probe_host(mpi: str, *, ranks: int = 2, launcher: str | None = None, bench: 
     return parse_report(execution.stdout + execution.stderr, facts)
 
 
-@dataclass(frozen=True)
-class _ShmSizedRun(ContainerRun):
-    """A container run whose /dev/shm has the size asked for (the image check's --shm-size), not mpistack's."""
-
-    shm_size: str = SHM_SIZE
-
-    def confinement_flags(self) -> list[str]:
-        flags = super().confinement_flags()
-        if "--shm-size" in flags:
-            flags[flags.index("--shm-size") + 1] = self.shm_size
-        return flags
-
-
 def probe_image(image: str, *, engine=None, ranks: int = 2, launcher: str | None = None,
                 env: dict[str, str] | None = None, shm_size: str | None = None) -> SystemFacts:
     """Run the script inside ``image`` with the engine, confined as a campaign's container case (podman's
@@ -229,6 +216,6 @@ def probe_image(image: str, *, engine=None, ranks: int = 2, launcher: str | None
     launcher = launcher or labels.get("org.mpistack.launcher") or "mpiexec"
     facts = SystemFacts(where=f"image {image}", in_container=True, mpi=mpi, launcher=launcher, ranks=ranks)
     script = probe_script(launch_argv(launcher, ranks), "mpistack-bench")
-    run = engine.run(_ShmSizedRun(image=image, argv=["sh", "-c", script], env={**root_env(), **(env or {})},
+    run = engine.run(ContainerRun(image=image, argv=["sh", "-c", script], env={**root_env(), **(env or {})},
                                   shm_size=shm_size or SHM_SIZE), timeout=PROBE_TIMEOUT + 60)
     return parse_report(run.stdout + run.stderr, facts)

@@ -63,6 +63,7 @@ class ContainerRun:
     label: str | None = None  # mpistack.case=LABEL: how a case's containers are found and removed
     mounts: Sequence[str] = ()  # -v specifications
     share_ipc: bool = False  # --ipc host: ranks in several containers share /dev/shm segments
+    shm_size: str = SHM_SIZE  # the private /dev/shm when IPC is not shared (the doctor tries smaller ones)
     share_pid: bool = False  # --pid host: ranks in several containers have distinct process ids
     single_copy: bool = False  # SINGLE_COPY_FLAGS
     passthrough: Sequence[str] = ()  # --env patterns passed from the launcher (PMI_*)
@@ -70,7 +71,7 @@ class ContainerRun:
 
     def confinement_flags(self) -> list[str]:
         """The flags that widen podman's default confinement, as recorded with each run."""
-        flags = ["--ipc", "host"] if self.share_ipc else ["--shm-size", SHM_SIZE]
+        flags = ["--ipc", "host"] if self.share_ipc else ["--shm-size", self.shm_size]
         if self.single_copy:
             flags += SINGLE_COPY_FLAGS
         elif self.share_pid:
