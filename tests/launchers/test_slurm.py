@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mpistack.launchers.slurm import (BatchCase, JobState, Srun, _mpi_plugins, _parse_states, read_case,
+from mpistack.launchers.slurm import (BatchCase, JobState, Srun, parse_mpi_plugins, _parse_states, read_case,
                                       render_script, settings, started, step_env, time_limit)
 from mpistack.spec.campaign import CampaignError, Placement, SlurmEntry, load_campaign_text
 
@@ -210,4 +210,4 @@ def test_job_states_from_squeue():
     ("srun: MPI types are...\nsrun: none\nsrun: pmi2\n", {"none", "pmi2"}),
 ])
 def test_mpi_plugins_from_srun_list(text, expected):
-    assert _mpi_plugins(text) == expected
+    assert parse_mpi_plugins(text) == expected

@@ -146,10 +146,10 @@ def parse_report(text: str, facts: SystemFacts) -> SystemFacts:
             facts.env[key] = value
     srun = part.get("srun")
     if srun is not None and "(absent)" not in srun:
-        from ..launchers.slurm import _mpi_plugins
+        from ..launchers.slurm import parse_mpi_plugins
 
         # None when srun cannot answer (no slurm.conf reachable)
-        facts.srun_mpi_types = sorted(_mpi_plugins(srun)) or None
+        facts.srun_mpi_types = sorted(parse_mpi_plugins(srun)) or None
     if "probe" in part:
         facts.probe_output = part["probe"]
         facts.probe_exit = _int(part.get("exit"))

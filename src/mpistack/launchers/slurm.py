@@ -285,7 +285,7 @@ class SlurmLauncher:
             return None
         if proc.returncode != 0:
             return None
-        return _mpi_plugins(proc.stdout + proc.stderr)
+        return parse_mpi_plugins(proc.stdout + proc.stderr)
 
     def cancel(self, job_ids: list[str]) -> None:
         if job_ids:
@@ -311,7 +311,7 @@ def _parse_states(text: str, job_ids: list[str]) -> dict[str, JobState]:
     return states
 
 
-def _mpi_plugins(text: str) -> set[str]:
+def parse_mpi_plugins(text: str) -> set[str]:
     """The plug-in names in `srun --mpi=list` output: one per line, after an "srun:" prefix in older
     releases, and "pmix_v4"-style versions on a line of their own in newer ones."""
     names = set()
