@@ -39,6 +39,18 @@ def test_a_verb_imports_its_own_module_only():
     assert not [name for name in modules if name.split(".")[0] in ("sqlalchemy", "scipy")]
 
 
+@pytest.mark.parametrize("verb", [["results", "--limit", "3"], ["runs"], ["campaigns"], ["show", "1"],
+                                  ["results", "-w", "system=alps-gh200", "-w", "size>=1024"]])
+def test_the_listing_verbs_read_a_sqlite_store_without_sqlalchemy(tmp_path, verb):
+    db = str(tmp_path / "store.db")
+    loaded = subprocess.run([sys.executable, "-m", "mpistack", "--db", db, "ingest", "--reference", "alps-gh200-mpich-ce"],
+                            capture_output=True, text=True, timeout=120)
+    assert loaded.returncode == 0, loaded.stderr
+    modules = imported_modules("--db", db, *verb)
+    assert "mpistack.store.reading" in modules
+    assert not [name for name in modules if name.split(".")[0] in ("sqlalchemy", "alembic")]
+
+
 @pytest.mark.parametrize("verb", VERBS, ids=lambda verb: verb.name)
 def test_each_listed_summary_is_the_first_paragraph_of_the_verbs_own_help(verb):
     command = load_verb(verb, "rich")

@@ -25,7 +25,8 @@ from mpistack.report.tables import print_csv
 from mpistack.spec.provenance import Provenance
 from mpistack.spec.status import RunStatus
 from mpistack.store import open_database
-from mpistack.store.campaigns import campaign_summaries, start_campaign
+from mpistack.store.campaigns import start_campaign
+from mpistack.store.query import campaign_summaries
 from mpistack.store.query import OUTPUT_FIELDS, query_results, query_runs
 from mpistack.store.writer import write_runs
 from tests.analysis.synthetic import record_campaign

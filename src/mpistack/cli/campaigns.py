@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import DbOption, FormatOption, OutputFormat, database
+from .common import DbOption, FormatOption, OutputFormat, reader
 from .listing import ColumnsOption, Layout, WideOption, print_listing
 
 CAMPAIGN_COLUMNS = ("campaign", "name", "created", "runs", "states")
@@ -27,8 +27,8 @@ def campaigns(
     db: DbOption = None,
 ) -> None:
     """List the stored campaigns: id, name, when each was created, its runs and their states."""
-    from ..store.campaigns import campaign_summaries
+    from ..store.query import campaign_summaries
 
-    summaries = campaign_summaries(database(db, must_exist=True))
+    summaries = campaign_summaries(reader(db))
     print_listing(CAMPAIGNS_LAYOUT, output_format, summaries, campaign_lines(summaries), CAMPAIGN_COLUMNS,
                   columns_option=columns, wide=wide)

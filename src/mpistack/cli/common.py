@@ -52,38 +52,53 @@ def where_filters(where: list[str] | None) -> list:
 
 
 def check_where_keys(store, filters: list) -> None:
-    """End the command when a filter's key is neither a field nor a tag of any stored run: a typo would otherwise
-    match nothing, silently."""
-    from ..store.query import unknown_where_key
+    """End the command when a filter names what no stored run has (a key that is neither a field nor a tag, a
+    campaign name): a typo would otherwise match nothing, silently."""
+    from ..store.query import where_problem
 
-    problem = unknown_where_key(store, filters) if filters else None
+    problem = where_problem(store, filters) if filters else None
     if problem:
         fail(problem)
 
 
 def missing_sqlite_file(name: str | None) -> Path | None:
     """The file of a SQLite store that is not there (opening it would create it); None for any other store."""
-    from ..store import resolve_url
+    from ..store.address import sqlite_file
 
-    url = resolve_url(name)
-    if url.startswith("sqlite:///") and "?" not in url:
-        path = Path(url[len("sqlite:///"):])
-        if str(path) not in ("", ":memory:") and not path.exists():
-            return path
-    return None
+    path = sqlite_file(name)
+    return path if path is not None and not path.exists() else None
 
 
-def database(db: str | None, migrate: bool = True, must_exist: bool = False):
-    """The results store the user named (--db, MPISTACK_DB, or ./mpistack.db). With `must_exist` (the read-only
-    verbs), a SQLite file that is not there ends the command instead of being created."""
-    from ..store import StoreError, open_database
-
+def _named_store(db: str | None, must_exist: bool) -> str | None:
+    """The store the user named (--db, MPISTACK_DB, or ./mpistack.db); with `must_exist`, a SQLite file that is
+    not there ends the command instead of being created."""
     name = db or GlobalOptions.db
     if must_exist and (path := missing_sqlite_file(name)):
         fail(f"no results store at {path} (give one with --db or MPISTACK_DB, or fill one with "
              "`mpistack ingest` or `mpistack run`)")
+    return name
+
+
+def database(db: str | None, migrate: bool = True, must_exist: bool = False):
+    """The results store the user named, as an SQLAlchemy engine (`must_exist`: see _named_store)."""
+    from ..store import StoreError, open_database
+
+    name = _named_store(db, must_exist)
     try:
         return open_database(name, migrate=migrate)
+    except StoreError as error:
+        fail(str(error))
+
+
+def reader(db: str | None):
+    """The results store the user named, for the read-only verbs: a SQLite file is read without SQLAlchemy
+    (store/reading.py); a file that is not there ends the command instead of being created."""
+    from ..store import StoreError
+    from ..store.reading import open_reader
+
+    name = _named_store(db, must_exist=True)
+    try:
+        return open_reader(name)
     except StoreError as error:
         fail(str(error))
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOption, FormatOption, OutputFormat, check_where_keys, database, where_filters
+from .common import DbOption, FormatOption, OutputFormat, check_where_keys, reader, where_filters
 from .listing import ColumnsOption, Layout, WideOption, print_listing
 
 WHERE_HELP = ("Filter on {fields} or a tag: KEY=VALUE, KEY!=VALUE, and for numbers also <, <=, >, >= (quote those "
@@ -42,7 +42,7 @@ def results(
     from ..store.query import OUTPUT_FIELDS, STAT_FIELDS, count_matching, query_results
 
     filters = where_filters(where)
-    store = database(db, must_exist=True)
+    store = reader(db)
     check_where_keys(store, filters)
     rows = query_results(store, filters, limit)
     total = count_matching(store, filters) if limit and len(rows) == limit else None

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOption, FormatOption, OutputFormat, check_where_keys, database, where_filters
+from .common import DbOption, FormatOption, OutputFormat, check_where_keys, reader, where_filters
 from .listing import ColumnsOption, Layout, WideOption, print_listing
 from .results import WHERE_HELP
 
@@ -53,7 +53,7 @@ def runs(
     from ..store.query import count_matching, query_runs
 
     filters = where_filters(where)
-    store = database(db, must_exist=True)
+    store = reader(db)
     check_where_keys(store, filters)
     rows = query_runs(store, filters, limit)
     total = count_matching(store, filters, runs=True) if limit and len(rows) == limit else None

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .common import DbOption, database, fail
+from .common import DbOption, fail, reader
 
 
 VERSION_LINES = 3  # of the MPI library's version text, which can run to dozens of lines
@@ -86,7 +86,7 @@ def show(
 
     if output_format not in {"text", "json", "table"}:
         fail(f"--format {output_format!r}: expected text or json")
-    record = run_record(database(db, must_exist=True), run_id)
+    record = run_record(reader(db), run_id)
     if record is None:
         fail(f"no run {run_id} in the store (see `mpistack runs`)")
     if output_format == "json":

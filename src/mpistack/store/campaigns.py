@@ -177,26 +177,3 @@ def campaign_spec(database: Engine, campaign_id: int) -> dict | None:
     """The campaign file as recorded when the campaign started (its [analysis] table included), or None."""
     with database.connect() as connection:
         return connection.execute(select(CampaignRow.spec).where(CampaignRow.id == campaign_id)).scalar()
-
-
-def campaign_summaries(database: Engine) -> list[dict]:
-    """Every campaign, oldest first: id, name, created_at, runs (their number) and statuses (run count by status,
-    most frequent first), read in one grouped query."""
-    campaigns, runs = CampaignRow.__table__.c, RunRow.__table__.c
-    statement = (
-        select(campaigns.id, campaigns.name, campaigns.created_at, runs.status, func.count(runs.id))
-        .outerjoin(RunRow.__table__, runs.campaign_id == campaigns.id)
-        .group_by(campaigns.id, campaigns.name, campaigns.created_at, runs.status)
-        .order_by(campaigns.id)
-    )
-    summaries: dict[int, dict] = {}
-    with database.connect() as connection:
-        for campaign_id, name, created_at, status, count in connection.execute(statement):
-            summary = summaries.setdefault(campaign_id, {"id": campaign_id, "name": name, "created_at": created_at,
-                                                         "runs": 0, "statuses": {}})
-            if status is not None and count:
-                summary["runs"] += count
-                summary["statuses"][status] = count
-    for summary in summaries.values():
-        summary["statuses"] = dict(sorted(summary["statuses"].items(), key=lambda item: (-item[1], item[0])))
-    return list(summaries.values())

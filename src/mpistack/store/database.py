@@ -9,27 +9,19 @@ from __future__ import annotations
 import re
 import time
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Callable, Iterator, Sequence, TypeVar
 from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url, text
 from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
 
-from .schema import SCHEMA_REVISION
+from .address import DEFAULT_DB, resolve_url
+from .errors import StoreError, StoreUnavailable
+from .revision import SCHEMA_REVISION
 
-DEFAULT_DB = "mpistack.db"
 T = TypeVar("T")
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 MIGRATION_LOCK_KEY = 0x6D70_6973  # "mpis": the PostgreSQL advisory lock held while a store is migrated
-
-
-class StoreError(Exception):
-    """A store that cannot be opened or is newer than this mpistack."""
-
-
-class StoreUnavailable(StoreError):
-    """The store did not answer through every try of `retrying`; the message names it (password masked)."""
 
 
 #: seconds between the tries of an operation whose store went away: five tries over about 30 s
@@ -63,16 +55,6 @@ def driver_message(error: Exception) -> str:
     when it says nothing."""
     lines = str(getattr(error, "orig", None) or error).strip().splitlines()
     return lines[0] if lines else ""
-
-
-def resolve_url(db: str | None) -> str:
-    """'mpistack.db' -> 'sqlite:///mpistack.db'; 'postgresql://...' -> the psycopg 3 driver."""
-    db = db or DEFAULT_DB
-    if "://" not in db:
-        return f"sqlite:///{Path(db)}"
-    if db.startswith("postgresql://") or db.startswith("postgres://"):
-        return "postgresql+psycopg://" + db.split("://", 1)[1]
-    return db
 
 
 def display_url(db: str | None) -> str:

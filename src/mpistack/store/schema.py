@@ -15,8 +15,6 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from ..spec.status import RunStatus
 
-# Bumped with every migration under store/migrations/versions; checked when a store is opened.
-SCHEMA_REVISION = "0003"
 
 
 def utcnow() -> datetime:
@@ -133,9 +131,3 @@ class ResultRow(Base):
         Index("ix_results_run_id", "run_id"),
         Index("ix_results_benchmark_size", "benchmark", "size"),
     )
-
-
-# Columns of ResultRow that a parser may fill besides benchmark/size/metric/value/unit.
-RESULT_STAT_FIELDS = (
-    "min", "max", "mean", "median", "p50", "p90", "p99", "stddev", "ci95_low", "ci95_high", "iterations", "validation",
-)

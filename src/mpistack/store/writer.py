@@ -16,8 +16,8 @@ from sqlalchemy import Connection, bindparam, delete, insert, select, text
 from ..parsers.model import INTEGER_STATS, NO_SIZE, VALIDATION_NAMES, ParsedRun
 from ..spec.provenance import Provenance
 from ..spec.status import RunStatus
-from .query import id_chunks
-from .schema import RESULT_STAT_FIELDS, ResultRow, RunRow, RunTagRow, utcnow
+from .query import RESULT_STAT_FIELDS, id_chunks
+from .schema import ResultRow, RunRow, RunTagRow, utcnow
 
 # Provenance fields stored in a column of the same name; environment is JSON, the rest are scalars.
 _PROVENANCE_COLUMNS = tuple(item.name for item in dataclasses.fields(Provenance))

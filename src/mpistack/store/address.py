@@ -1,0 +1,29 @@
+"""Where a results store is: the name a user gives (a path, a SQLite URL, a PostgreSQL URL) as a database URL.
+
+Plain Python only: the listing verbs read this before they know whether they need SQLAlchemy at all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DEFAULT_DB = "mpistack.db"
+
+
+def resolve_url(db: str | None) -> str:
+    """'mpistack.db' -> 'sqlite:///mpistack.db'; 'postgresql://...' -> the psycopg 3 driver."""
+    db = db or DEFAULT_DB
+    if "://" not in db:
+        return f"sqlite:///{Path(db)}"
+    if db.startswith("postgresql://") or db.startswith("postgres://"):
+        return "postgresql+psycopg://" + db.split("://", 1)[1]
+    return db
+
+
+def sqlite_file(db: str | None) -> Path | None:
+    """The file of a SQLite store named by a path or a plain `sqlite:///` URL; None for any other store (a
+    server, an in-memory database, a URL with options)."""
+    url = resolve_url(db)
+    if not url.startswith("sqlite:///") or "?" in url:
+        return None
+    path = url[len("sqlite:///"):]
+    return None if path in ("", ":memory:") else Path(path)
