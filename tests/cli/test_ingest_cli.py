@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 from tests.parsers import osu_samples as s
 
@@ -63,3 +64,35 @@ def test_a_tag_too_long_for_the_store_is_a_usage_error(tmp_path):
     path.write_text(s.LATENCY_5)
     result = mpistack("ingest", path, "-t", "k" * 101 + "=v", db=tmp_path / "cli.db", check=False)
     assert result.returncode == 2 and "is 101 characters long; the store holds at most 100" in result.stderr
+
+
+def reference_runs(db) -> dict[str, list[int]]:
+    """The run numbers of each stored reference."""
+    runs = json.loads(mpistack("runs", "-f", "json", db=db).stdout)
+    numbers: dict[str, list[int]] = {}
+    for run in runs:
+        numbers.setdefault(run["tags"]["reference"], []).append(run["run"])
+    return numbers
+
+
+def test_a_reference_loaded_again_is_left_as_it_is_unless_its_content_changed(tmp_path):
+    db = tmp_path / "cli.db"
+    mpistack("ingest", "--reference", "all", db=db)
+    first = reference_runs(db)
+    again = mpistack("ingest", "--reference", "all", db=db)
+    assert again.stderr.splitlines() == [
+        f"reference {name}: already stored, {len(ids)} run(s) (run {ids[0]}..{ids[-1]}); nothing changed "
+        "(--replace stores it again)" for name, ids in first.items()]
+    assert reference_runs(db) == first  # the same run numbers
+    # as an earlier mpistack stored it: no content hash, so not known to be the same content
+    with sqlite3.connect(db) as connection:
+        connection.execute("UPDATE runs SET content_sha256 = NULL WHERE id IN (SELECT run_id FROM run_tags "
+                           "WHERE key = 'reference' AND value = 'cscs-mpich-guide')")
+    connection.close()
+    changed = mpistack("ingest", "--reference", "cscs-mpich-guide", db=db)
+    assert changed.stderr.splitlines() == [
+        "reference cscs-mpich-guide: 1 file(s), 4 run(s), 92 result(s) stored, replacing 4 earlier run(s)"]
+    last = max(max(ids) for ids in first.values())
+    assert reference_runs(db) == {**first, "cscs-mpich-guide": [last + 1, last + 2, last + 3, last + 4]}
+    forced = mpistack("ingest", "--reference", "cscs-mpich-guide", "--replace", db=db)
+    assert forced.stderr.splitlines()[-1].endswith("stored, replacing 4 earlier run(s)")

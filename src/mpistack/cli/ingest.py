@@ -39,16 +39,18 @@ def ingest(
     reference: Annotated[Optional[list[str]], typer.Option("--reference", "-r", metavar="NAME",
                                                            help="Load a published reference shipped with "
                                                                 "mpistack ('all' for every one). Repeatable.")] = None,
-    replace: Annotated[bool, typer.Option("--replace", help="Store a file again whose content is stored "
-                                                            "already, in place of its earlier runs.")] = False,
+    replace: Annotated[bool, typer.Option("--replace", help="Store a file or reference again whose content is "
+                                                            "stored already, in place of its earlier runs.")] = False,
     db: DbOption = None,
 ) -> None:
     """Store the runs and results found in benchmark output files.
 
     Each file is parsed by content (OSU 5.x-7.x text, mpistack-bench JSON, Markdown tables) and written
     whole or not at all; a file that cannot be read is reported with its line and the rest go on. A file
-    whose content (sha256) is stored already is skipped unless --replace is given.
+    whose content (sha256) is stored already is skipped unless --replace is given; so is a reference.
     """
+    from rich.markup import escape
+
     from ..ingest import files as ingest_files
     from ..ingest import published
 
@@ -63,8 +65,11 @@ def ingest(
     store = database(db)
     failed = False
     for loaded in chosen:
-        report = published.replace_reference(store, loaded, tags)
-        _print_report(report, f"reference {loaded.reference.name}")
+        report = published.replace_reference(store, loaded, tags, replace=replace)
+        if report.skipped:  # stored already with this content: its one line says so
+            err.print(escape(report.skipped[0]), highlight=False, soft_wrap=True)
+        else:
+            _print_report(report, f"reference {loaded.reference.name}")
         failed |= bool(report.errors)
     if files:
         from .common import progress

@@ -34,7 +34,7 @@ class IngestReport:
     runs: int = 0
     results: int = 0
     incomplete: int = 0
-    replaced: int = 0  # runs removed because their file was stored again (--replace)
+    replaced: int = 0  # runs removed because their file was stored again (--replace) or their reference changed
     errors: list[str] = field(default_factory=list)  # one line per file that was not stored
     skipped: list[str] = field(default_factory=list)  # one line per file already stored
     unplaced: dict[tuple[str, ...], list[str]] = field(default_factory=dict)  # missing fields -> files
@@ -87,7 +87,7 @@ def read_content(path: Path) -> tuple[str, bytes | None]:
         raise ParseError(str(path), 0, f"cannot read: {error.strerror}") from None
 
 
-def _run_ids(ids: list[int]) -> str:
+def run_ids(ids: list[int]) -> str:
     return f"run {ids[0]}" if len(ids) == 1 else f"run {ids[0]}..{ids[-1]}"
 
 
@@ -111,7 +111,7 @@ def _ingest_one(connection: Connection, path: Path, context: Provenance, tags: d
     with savepoint(connection):  # a failure below leaves nothing of this file
         existing = stored_content(connection, digest)
         if existing and not replace:
-            report.skipped.append(f"{path}: already stored ({_run_ids(existing)}); use --replace to store it again")
+            report.skipped.append(f"{path}: already stored ({run_ids(existing)}); use --replace to store it again")
             return
         runs = parse_file(path) if data is None else parse_bytes(data, str(path))
         replaced = delete_runs(connection, existing) if existing else 0

@@ -1,9 +1,12 @@
 """Published reference results shipped with mpistack: each a TOML manifest naming its source and the
 verbatim OSU output (or tables) it holds, with the tags that place it (system, approach, ...); and
-loading one into the store, replacing an earlier load of the same reference."""
+loading one into the store, in place of an earlier load of the same reference unless that holds the same
+content."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,9 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Engine
 
 from ..data import data_path
-from ..parsers import ParseError, parse_file
-from ..store.writer import delete_runs_tagged, write_runs
-from .files import IngestReport, split_tags
+from ..parsers import ParsedRun, ParseError, parse_bytes, parse_file
+from ..store.database import write_transaction
+from ..store.writer import delete_runs, runs_tagged, stored_content, write_runs
+from .files import IngestReport, read_content, run_ids, split_tags
 from ..spec.toml_files import load_model, read_text
 
 REFERENCES_DIR = data_path("references")
@@ -74,23 +78,41 @@ def select(names: list[str], directory: Path = REFERENCES_DIR) -> list[LoadedRef
     return [known[name] for name in names]
 
 
-def replace_reference(database: Engine, loaded: LoadedReference, tags: dict[str, str] | None = None) -> IngestReport:
-    """All of a reference's files in one transaction: loading it twice leaves one copy."""
+def _content(path: Path, tags: dict[str, str]) -> tuple[str, list[ParsedRun]]:
+    """A reference file's runs, and what identifies their stored copy (runs.content_sha256): the sha256 of the
+    file's bytes and of the tags its manifest gives them, as a newer mpistack may change either."""
+    digest, data = read_content(path)
+    runs = parse_file(path) if data is None else parse_bytes(data, str(path))
+    return hashlib.sha256(f"{digest} {json.dumps(tags, sort_keys=True)}".encode()).hexdigest(), runs
+
+
+def replace_reference(database: Engine, loaded: LoadedReference, tags: dict[str, str] | None = None,
+                      replace: bool = False) -> IngestReport:
+    """All of a reference's files in one transaction, in place of its earlier copy. A copy of the same content
+    is left as it is (one line in `skipped`), unless `replace`."""
+    name = loaded.reference.name
     report = IngestReport()
     parsed = []
     for path, file_tags in loaded.files():
         try:
             context, plain = split_tags({**file_tags, **(tags or {})})
-            parsed.append((path, context, plain, parse_file(path)))
+            parsed.append((path, context, plain, *_content(path, file_tags)))
         except ParseError as error:
             report.errors.append(str(error))
         except ValueError as error:
             report.errors.append(f"{path}: {error}")
     if report.errors:
         return report
-    with database.begin() as connection:
-        delete_runs_tagged(connection, "reference", loaded.reference.name)
-        for path, context, plain, runs in parsed:
-            write_runs(connection, runs, source=str(path), tags=plain, provenance=context)
+    with write_transaction(database) as connection:
+        earlier = runs_tagged(connection, "reference", name)
+        ours = set(earlier)
+        copies = [ours.intersection(stored_content(connection, digest)) for *_, digest, _runs in parsed]
+        if not replace and earlier and all(copies) and set().union(*copies) == ours:
+            report.skipped.append(f"reference {name}: already stored, {len(earlier)} run(s) ({run_ids(earlier)}); "
+                                  "nothing changed (--replace stores it again)")
+            return report
+        report.replaced = delete_runs(connection, earlier)
+        for path, context, plain, digest, runs in parsed:
+            write_runs(connection, runs, source=str(path), tags=plain, provenance=context, content_sha256=digest)
             report.stored(runs)
     return report

@@ -166,8 +166,8 @@ def savepoint(connection: Connection) -> Iterator[None]:
 
 
 def delete_runs(connection: Connection, run_ids: Iterable[int]) -> int:
-    """Remove runs by id, with their results and tags (the schema's ON DELETE CASCADE, as in
-    `delete_runs_tagged`: every store connection has foreign keys on); returns how many were removed."""
+    """Remove runs by id, with their results and tags (the schema's ON DELETE CASCADE: every store connection
+    has foreign keys on); returns how many were removed."""
     runs = RunRow.__table__
     return sum(connection.execute(delete(runs).where(runs.c.id.in_(chunk))).rowcount
                for chunk in id_chunks(run_ids))
@@ -211,8 +211,6 @@ def _driver_insert(connection: Connection, table, returning: bool = False) -> _D
     return _DRIVER_INSERTS[key]
 
 
-def delete_runs_tagged(connection: Connection, key: str, value: str) -> None:
-    """Remove every run carrying the tag key=value (with its results and tags): reloading a published
-    reference replaces its earlier copy."""
-    tagged = select(RunTagRow.run_id).where(RunTagRow.key == key, RunTagRow.value == value)
-    connection.execute(delete(RunRow).where(RunRow.id.in_(tagged)))
+def runs_tagged(connection: Connection, key: str, value: str) -> list[int]:
+    """The ids of the runs carrying the tag key=value, in order (a published reference's earlier copy)."""
+    return sorted(connection.scalars(select(RunTagRow.run_id).where(RunTagRow.key == key, RunTagRow.value == value)))
