@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from mpistack.cli import app
 from mpistack.cli.campaigns import CAMPAIGN_COLUMNS, CAMPAIGNS_LAYOUT, campaign_lines
 from mpistack.cli.common import OutputFormat
-from mpistack.cli.listing import print_listing
+from mpistack.cli.listing import SHORT_HEADERS, print_listing
 from mpistack.cli.results import RESULTS_LAYOUT
 from mpistack.cli.runs import RUN_COLUMNS, RUNS_LAYOUT, run_lines
 from mpistack.parsers.model import ParsedRun
@@ -150,11 +150,37 @@ def test_columns_are_exactly_the_ones_named_in_their_order(store):
 
 
 def test_piped_output_has_every_column_and_every_value_whole(store):
-    result = CliRunner().invoke(app, ["--db", str(store), "runs"], env={"COLUMNS": "80"})
+    result = CliRunner().invoke(app, ["--db", str(store), "runs"], env={"COLUMNS": None})
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0] == "# 5 run(s)" and lines[1].split() == RECORDED_COLUMNS
     assert MESSAGE in result.stdout and LONG_STACK in result.stdout
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("verb", ["results", "runs", "campaigns"])
+def test_piped_output_fits_the_width_columns_names(store, verb, width):
+    """`COLUMNS=80 mpistack runs | cat`: the columns that fit, each value whole, plain text as piped output is."""
+    layout, _records, rows, columns = listings(store)[verb]
+    result = CliRunner().invoke(app, ["--db", str(store), verb], env={"COLUMNS": str(width)})
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= width for line in lines), max(lines, key=len)
+    assert lines[0].startswith("# ") and "\x1b" not in result.stdout
+    header = lines[1].split()
+    notes = " ".join(result.stdout.split("\n", len(rows) + 2)[-1].split())  # below the rows, unwrapped
+    for row, line in zip(rows, lines[2:]):
+        cells = line.split()
+        for column in columns:
+            value = row.get(column)
+            if value in (None, ""):
+                continue
+            if column in header or SHORT_HEADERS.get(column) in header:
+                assert cell(value) in cells or cell(value) in line, (column, value, line)  # no number cut
+            else:  # said once below the table, or named as not shown
+                assert f"{column} {cell(value)}" in notes or re.search(rf"not shown:.*\b{column}\b", notes), column
+    if verb == "runs" and width == 80:
+        assert "message" not in header and re.search(r"not shown:.*\bmessage\b", notes)
 
 
 def test_a_limited_listing_says_how_many_matched_in_all(store):

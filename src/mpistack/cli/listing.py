@@ -3,13 +3,17 @@
 
 On a terminal a table shows the columns that matter most, in the order of the listing, as many as fit: numbers,
 ids and names are never wrapped or cut, free text (messages) folds onto more lines. A column with the same value on
-every row is said once in the title instead. Piped, every column is printed (no width to respect), and CSV has
-every column, unless `--columns` names them; JSON has every field."""
+every row is said once in the title instead. Piped, every column is printed (no width to respect) unless COLUMNS
+asks for a width (`COLUMNS=80 mpistack runs | less`): then the columns are chosen as on a terminal that wide, none
+folded. CSV has every column, unless `--columns` names them; JSON has every field."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import shutil
 import sys
+import textwrap
 from dataclasses import dataclass
 from typing import IO, Annotated, Optional, Sequence
 
@@ -98,11 +102,30 @@ def _headed(rows: Sequence[dict], columns: list[str], width: int | None) -> tupl
     return [{header: row.get(column) for column, header in zip(columns, headers)} for row in rows], headers
 
 
+def _requested_width() -> int | None:
+    """The width COLUMNS names, if it names one (a shell sets it for itself; it is in our environment only when
+    exported or given on the command line)."""
+    try:
+        width = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        return None
+    return width if width > 0 else None
+
+
+def _unfolded(layout: Layout) -> Layout:
+    """The layout of piped text, which cannot fold: free text takes its whole width, so it goes first when the
+    width is short."""
+    return dataclasses.replace(layout, fold=frozenset(),
+                               priority=tuple(sorted(layout.priority, key=lambda column: column in layout.fold)))
+
+
 def print_listing(layout: Layout, output_format: OutputFormat, records: list[dict], rows: list[dict],
                   columns: Sequence[str], *, columns_option: str | None = None, wide: bool = False,
-                  total: int | None = None, stream: IO[str] | None = None, width: int | None = None) -> None:
+                  total: int | None = None, stream: IO[str] | None = None, width: int | None = None,
+                  title: str | None = None) -> None:
     """A listing verb's output: the stored records whole as JSON; their display rows as CSV or a table.
-    `columns`: every column there is, in order; `total`: how many matched in all when the listing was limited."""
+    `columns`: every column there is, in order; `total`: how many matched in all when the listing was limited;
+    `title`: said in place of the count line."""
     stream = stream or sys.stdout
     requested = requested_columns(columns_option, columns)
     if output_format is OutputFormat.json:
@@ -115,25 +138,27 @@ def print_listing(layout: Layout, output_format: OutputFormat, records: list[dic
     if total is not None and total > len(rows):
         count = f"showing {len(rows):,} of {total:,} {layout.noun}s"
     terminal = stream.isatty()
-    width = width or (shutil.get_terminal_size().columns if terminal else None)
+    width = width or (shutil.get_terminal_size().columns if terminal else _requested_width())
     if requested:
         shown, notes = requested, []
-    elif wide or not terminal:
+    elif wide or width is None:
         shown = [column for column in columns if any(row.get(column) not in (None, "") for row in rows)]
         notes = []
     else:
-        choice = choose(layout, rows, columns, width)
+        choice = choose(layout if terminal else _unfolded(layout), rows, columns, width)
         shown = choice.columns
         notes = ["every row: " + ", ".join(f"{column} {value}" for column, value in choice.same.items())
                  ] if choice.same else []
         if choice.hidden:
             notes.append(f"not shown: {', '.join(choice.hidden)} (--wide or --columns)")
     shown = shown or list(columns)
-    table_rows, headers = _headed(rows, shown, width if terminal and not wide else None)
+    table_rows, headers = _headed(rows, shown, None if wide else width)
     table_width = width if terminal else None
     if terminal and (wide or requested):  # the user asked for these columns: wider than the terminal if need be
         table_width = max(width, sum(natural_width(table_rows, header) + GAP for header in headers))
     fold = {SHORT_HEADERS.get(column, column) for column in layout.fold} | set(layout.fold)
-    print_table(table_rows, headers, title=count, stream=stream, fold=fold, width=table_width)
-    for note in notes:  # below the table, as long as it needs to be: the terminal wraps it
+    print_table(table_rows, headers, title=title or count, stream=stream, fold=fold, width=table_width)
+    for note in notes:  # below the table, as long as it needs to be: a terminal wraps it, piped text is wrapped here
+        if not terminal:
+            note = textwrap.fill(note, width, break_long_words=False, break_on_hyphens=False)
         stream.write(note + "\n")

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from .common import err, out
+from .common import FormatOption, OutputFormat, err, out
+from .listing import ColumnsOption, Layout, WideOption, print_listing
 from rich.markup import escape
 
 
@@ -19,6 +20,13 @@ stack_app = typer.Typer(help="Stack recipes: list, show, render, check, build an
 
 NameArg = Annotated[str, typer.Argument(metavar="NAME", help="a catalogue stack name or a stack .toml file")]
 EngineOpt = Annotated[str, typer.Option("--engine", help="container engine: podman or docker")]
+
+STACK_COLUMNS = ("name", "image tag", "built", "problem", "mpi", "transport", "gpu", "mode", "from")
+# On a terminal: the stack, whether it is here, why it cannot be used, then what it holds; the image tag repeats the
+# versions, so it is left out before them when the terminal is narrow.
+STACKS_LAYOUT = Layout(noun="stack", priority=("name", "built", "from", "problem", "mpi", "transport", "gpu",
+                                               "image tag", "mode"),
+                       context=frozenset({"built", "from", "gpu", "mode"}), fold=frozenset({"problem"}))
 
 
 def _load(name: str):
@@ -54,11 +62,15 @@ def stack_options(
 
 
 @stack_app.command("list")
-def list_command(engine: EngineOpt = "podman") -> None:
+def list_command(
+    engine: EngineOpt = "podman",
+    output_format: FormatOption = OutputFormat.table,
+    columns: ColumnsOption = None,
+    wide: WideOption = False,
+) -> None:
     """The catalogue: every named stack (yours marked "own") with its image tag and whether that image is built
     here."""
     from ..engines import EngineError, get_engine
-    from ..report.tables import print_table
     from ..spec import catalogue
     from ..spec.stack import StackError
 
@@ -73,7 +85,8 @@ def list_command(engine: EngineOpt = "podman") -> None:
         try:
             s = catalogue.load(str(path))
         except StackError as error:
-            rows.append({"name": path.stem, "image tag": "invalid", "mpi": str(error)[:60], "from": origin})
+            rows.append({"name": path.stem, "image tag": "invalid", "from": origin,
+                         "problem": "; ".join(str(error).splitlines())})  # one line: piped rows are lines
             continue
         transport = s.mpi.device + (f" ofi {s.libfabric.version}" if s.libfabric else "")
         gpu = f"{s.gpu.kind} {s.gpu.version or ''}".strip() if s.gpu.kind != "none" else "-"
@@ -89,9 +102,8 @@ def list_command(engine: EngineOpt = "podman") -> None:
         container_engine, built = None, set()
     for row in rows:
         row["built"] = "yes" if images.get(row["name"]) in built else ("?" if container_engine is None else "no")
-    columns = ["name", "image tag", "built", "mpi", "transport", "gpu", "mode"]
-    print_table(rows, columns + (["from"] if any(row["from"] for row in rows) else []),
-                title=f"{len(rows)} stacks, {len(built)} built here ({engine})")
+    print_listing(STACKS_LAYOUT, output_format, rows, rows, STACK_COLUMNS, columns_option=columns, wide=wide,
+                  title=f"{len(rows)} stacks, {len(built)} built here ({engine})")
 
 
 @stack_app.command("show")
