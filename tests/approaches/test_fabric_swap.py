@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mpistack.approaches import HostFacts, Refused, Resources, plan
+from mpistack.approaches import HostFacts, Refused, Resources, Undecided, plan
 from mpistack.approaches.fabric_facts import HostLibfabric, ImageFabric, host_libfabric
 from mpistack.campaign.matrix import expand, resolve_stacks
 from mpistack.campaign.stages import case_label
@@ -73,14 +73,16 @@ def test_fabric_swap_mounts_the_host_libfabric_over_the_images_own(monkeypatch):
     assert launch.facts["confinement"] == "host-ipc-pid"
 
 
-@pytest.mark.parametrize("host, images, reason", [
-    (None, {"pip-mpich": WHEEL}, "the host has no libfabric.so.1 to swap in"),
-    (HOST_FABRIC, {}, "not known yet"),
-    (HOST_FABRIC, {"pip-mpich": ImageFabric(problem="does not load libfabric.so.1")}, "does not load libfabric"),
+@pytest.mark.parametrize("host, images, reason, undecided", [
+    (None, {"pip-mpich": WHEEL}, "the host has no libfabric.so.1 to swap in", False),
+    (HOST_FABRIC, {}, "compatibility checked after the image is built: .* not known yet", True),
+    (HOST_FABRIC, {"pip-mpich": ImageFabric(problem="does not load libfabric.so.1")}, "does not load libfabric", False),
 ])
-def test_fabric_swap_without_the_facts_is_refused_with_the_reason(monkeypatch, host, images, reason):
-    with pytest.raises(Refused, match=reason):
+def test_fabric_swap_without_the_facts_is_refused_with_the_reason(monkeypatch, host, images, reason, undecided):
+    """Only the image's facts, read when the campaign is prepared, leave the case undecided (a dry run's case)."""
+    with pytest.raises(Refused, match=reason) as refused:
         planner(monkeypatch, host, images)("pip-mpich")
+    assert isinstance(refused.value, Undecided) == undecided
 
 
 def test_fabric_swap_of_a_ucx_stack_is_refused_before_any_image_is_read(monkeypatch):

@@ -20,8 +20,8 @@ import pytest
 from rich.console import Console
 
 from mpistack.approaches import HostFacts
-from mpistack.approaches.fabric_facts import host_libfabric, probe_host_libfabric
-from mpistack.campaign import stages
+from mpistack.approaches.fabric_facts import HostLibfabric, host_libfabric, probe_host_libfabric
+from mpistack.campaign import session, stages
 from mpistack.campaign.matrix import expand, resolve_stacks
 from mpistack.campaign.prepare import planning_resources, prepare
 from mpistack.images.host_venv import build_native, native_dir
@@ -63,6 +63,29 @@ def newer_host_libfabric() -> str:
     except (OSError, subprocess.CalledProcessError) as error:
         pytest.skip(f"the mpich 5.0.1 wheel cannot be installed here: {error}")
     return str(native_dir(catalogue.load("pip-mpich5")) / "venv" / "lib" / "mpich" / "libfabric.so.1")
+
+
+def test_a_dry_run_says_the_swap_is_checked_once_the_image_is_built_not_that_it_is_skipped(tmp_path, monkeypatch):
+    """No image is built and none is read: its libfabric facts are absent, which only the run can fill in."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    campaign = load_campaign_text(campaign_text("fabric-swap-dry").replace('"container", "hybrid", ', "")
+                                  + '[[stack]]\nname = "debian-mpich"\n', "dry.toml")
+    host = HostFacts(libfabric=HostLibfabric(path="/usr/lib/x86_64-linux-gnu/libfabric.so.1.20.0",
+                                             soname="libfabric.so.1", version="1.17", defines=("FABRIC_1.0",)))
+
+    def dry_run(host: HostFacts) -> dict[str, str]:
+        console = Console(record=True, width=400)
+        session.dry_run(campaign, console, host)
+        lines = console.export_text().splitlines()
+        return {line.split()[1].split("/")[0]: lines[index + 1].strip() for index, line in enumerate(lines)
+                if "/fabric-swap/" in line}
+
+    planned = dry_run(host)
+    assert planned["pip-mpich"].startswith("fabric-swap: compatibility checked after the image is built: the "
+                                           "libfabric facts of pip-mpich's image are not known yet")
+    # what a dry run does know is still said as a skip: the stack file's UCX, the host's missing libfabric
+    assert planned["debian-mpich"].startswith("skipped: fabric-swap refused: debian-mpich's MPI (mpich ch4:ucx)")
+    assert dry_run(HostFacts())["pip-mpich"].startswith("skipped: the host has no libfabric.so.1 to swap in")
 
 
 @needs_podman

@@ -90,6 +90,13 @@ def test_binding_the_hosts_mpich_into_an_open_mpi_image_is_refused_with_the_abi_
     assert bind["title"] == "bind refused: mpich image, openmpi host"
 
 
+def test_fabric_swap_of_a_ucx_stack_is_a_problem_on_the_command_line():
+    result = runner.invoke(app, ["doctor", "--stack", "debian-mpich", "--approach", "fabric-swap", "--json"])
+    assert result.exit_code == 1, result.output
+    [swap] = [f for f in json.loads(result.output)["findings"] if f["rule"] == "plan-fabric-swap"]
+    assert swap["verdict"] == "problem" and swap["meaning"].startswith("debian-mpich's MPI (mpich ch4:ucx) carries")
+
+
 def test_exit_status_zero_without_problems_and_two_on_bad_usage():
     result = runner.invoke(app, ["doctor", "--stack", "debian-mpich", "--approach", "bind"])
     assert result.exit_code == 0, result.output

@@ -6,11 +6,19 @@ providers rule on fi_info's real output."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
+from mpistack.approaches import Refused, Resources, plan as plan_case
+from mpistack.campaign.matrix import expand
 from mpistack.doctor import diagnose, diagnose_runs
 from mpistack.doctor.rules.plan import PlanSubject
 from mpistack.doctor.system import MARK, SystemFacts, parse_report
+from mpistack.engines import PodmanEngine
 from mpistack.parsers.model import ParsedRow, ParsedRun
 from mpistack.spec import catalogue
+from mpistack.spec.campaign import load_campaign_text
 from mpistack.spec.provenance import Provenance
 from mpistack.store import open_database
 from mpistack.store.query import Where
@@ -164,6 +172,22 @@ def test_srun_without_the_stacks_mpi_plug_in_is_a_problem():
     assert "plan-srun-mpi" not in by_rule(diagnose("plan", plan("debian-openmpi", srun_mpi_types=["pmix_v4"])))
     # without srun on the machine nothing is said
     assert "plan-srun-mpi" not in by_rule(diagnose("plan", plan("debian-openmpi", srun_mpi_types=None)))
+
+
+def test_fabric_swap_of_a_ucx_stack_is_refused_with_the_runs_own_reason():
+    found = by_rule(diagnose("plan", plan("debian-mpich", "fabric-swap")))["plan-fabric-swap"]
+    assert found.verdict == "problem" and found.title == "fabric-swap refused: mpich ch4:ucx talks over UCX"
+    # the run refuses the same stack, planned as a campaign plans it, with the same words
+    campaign = load_campaign_text('name = "swap"\napproaches = ["fabric-swap"]\nbenchmarks = ["latency"]\n'
+                                  '[[stack]]\nname = "debian-mpich"\n')
+    [case] = expand(campaign)
+    with pytest.raises(Refused) as refused:
+        plan_case(case, Resources(engine=PodmanEngine(), workdir=Path("/scratch/swap")), None, [], "swap")
+    assert str(refused.value) == f"fabric-swap refused: {found.meaning.removesuffix('.')}"
+    assert "carries its messages over UCX, not libfabric" in found.meaning
+    # an MPI over libfabric is left to the symbol-version check after the build; other approaches are not asked
+    assert by_rule(diagnose("plan", plan("pip-mpich", "fabric-swap")))["plan-fabric-swap"].verdict == "ok"
+    assert "plan-fabric-swap" not in by_rule(diagnose("plan", plan("debian-mpich", "hybrid")))
 
 
 #: `fi_info -l` of Debian 12's libfabric 1.17 on a machine without a fabric adapter

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from mpistack import runtime
+from mpistack import approaches, runtime
+from mpistack.approaches import HostFacts, Resources
+from mpistack.approaches.fabric_facts import ImageFabric, probe_host_libfabric
+from mpistack.campaign.matrix import expand
+from mpistack.engines import PodmanEngine
 from mpistack.registry import APPROACHES
 from mpistack.runtime import systems
 from mpistack.spec import catalogue
+from mpistack.spec.campaign import load_campaign_text
 
 CENTRE_PATHS = ("/opt/cray", "libpals", "libcxi", "/usr/lib64", "1.15.2")
 
@@ -38,7 +45,7 @@ def test_runtime_files_of_a_local_stack_carry_no_centre_path(tmp_path, stack):
 
 def test_render_binds_prints_the_selected_systems_paths():
     local = mpistack("stack", "render", "debian-mpich", "--binds", "fabric-swap")
-    assert local.returncode == 0 and local.stdout == (
+    assert local.returncode == 0 and local.stdout.startswith(
         "/usr/lib/x86_64-linux-gnu/libfabric.so.1:/opt/mpistack/host-fabric/lib/libfabric.so.1\n")
     hybrid = mpistack("stack", "render", "debian-mpich", "--binds", "hybrid")
     assert hybrid.returncode == 0 and hybrid.stdout == "" and "hybrid binds no host path on system local" in hybrid.stderr
@@ -60,8 +67,64 @@ def test_render_refuses_an_unknown_system_or_approach_with_the_known_names():
     ({"approaches": {"bind": {"env": {"BAD NAME": "1"}}}}, "is not an environment variable name"),
     ({"approaches": {"bind": {"mounts": []}}}, "approaches.bind.mounts"),
     ({"source": ""}, "source"),
+    # a library bound where the container's MPI never looks: the swap would measure the image's own
+    ({"approaches": {"fabric-swap": {"binds": ["/opt/cray/libfabric/1.15.2.0"]}}},
+     "approaches.fabric-swap: binds host libraries, but env.LD_LIBRARY_PATH names no directory of them"),
+    ({"approaches": {"fabric-swap": {"binds": ["/opt/cray/libfabric/1.15.2.0"],
+                                     "env": {"LD_LIBRARY_PATH": "/usr/lib64"}}}}, "approaches.fabric-swap: binds"),
+    ({"approaches": {"bind": {"binds": ["/usr/lib/libmpich.so.12:/opt/host/libmpi.so.12"]}}}, "approaches.bind: binds"),
 ])
 def test_a_bad_profile_names_the_field(data, problem):
     profile = {"name": "x", "description": "d", "source": "s", **data}
     with pytest.raises(ValueError, match=problem):
         systems.System.model_validate(profile)
+
+
+@pytest.mark.parametrize("paths", [
+    {"binds": ["/opt/cray/libfabric/1.15.2.0"], "env": {"LD_LIBRARY_PATH": "/opt/cray/libfabric/1.15.2.0/lib64"}},
+    {"binds": ["/usr/lib/libfabric.so.1:/opt/host/lib/libfabric.so.1"],
+     "env": {"LD_LIBRARY_PATH": "/x:/opt/host/lib/"}},
+    {"binds": []},  # the Container Engine's hook mounts the libraries itself
+])
+def test_ld_library_path_may_name_the_bound_directory_one_inside_it_or_the_one_a_library_is_bound_into(paths):
+    profile = systems.System.model_validate({"name": "x", "description": "d", "source": "s",
+                                             "approaches": {"fabric-swap": paths}})
+    assert profile.paths("fabric-swap").binds == paths["binds"]
+
+
+def swapped_on_this_host() -> tuple[list[str], dict[str, str]]:
+    """The mounts and environment of a fabric-swap case that `mpistack run` plans with this host's libfabric
+    (the image's facts made up: the image's file is mounted over, whatever it is)."""
+    host = probe_host_libfabric()
+    if host is None or host.version != "1.17":
+        pytest.skip("needs Debian 12's libfabric 1.17 as the system's libfabric.so.1 (the local profile's)")
+    campaign = load_campaign_text('name = "swap"\napproaches = ["fabric-swap"]\nbenchmarks = ["latency"]\n'
+                                  '[[stack]]\nname = "pip-mpich"\n')
+    [case] = expand(campaign)
+    image = ImageFabric(mpi_library="/opt/mpi/lib/libmpi.so.12", libfabric="/opt/mpi/lib/mpich/libfabric.so.1",
+                        needs=("FABRIC_1.0",))
+    resources = Resources(engine=PodmanEngine(), workdir=Path("/scratch/swap"), host=HostFacts(libfabric=host),
+                          images={"pip-mpich": "pip-mpich:image"}, image_fabric={"pip-mpich": image})
+    argv = approaches.plan(case, resources, None, [], "swap").argv
+    mounts = [argv[index + 1].removesuffix(":ro") for index, word in enumerate(argv) if word == "-v"]
+    env = dict(argv[index + 1].split("=", 1) for index, word in enumerate(argv) if word == "--env" and
+               "=" in argv[index + 1])
+    return mounts, env
+
+
+def test_the_local_fabric_swap_files_bind_and_set_what_the_run_mounts_and_sets_on_this_host():
+    mounts, env = swapped_on_this_host()
+    stack = catalogue.load("pip-mpich")
+    rendered = {target: source for source, target in (spec.split(":") for spec in
+                                                      runtime.apptainer_binds(stack, "fabric-swap"))}
+    rendered_env = runtime.apptainer_env(stack, "fabric-swap")
+    # the run mounts libfabric over the image's very file; a rendered file cannot know it, and puts it ahead on
+    # LD_LIBRARY_PATH instead, with everything else where the run puts it
+    library = rendered.pop(f"{rendered_env['LD_LIBRARY_PATH']}/libfabric.so.1")
+    assert f"{os.path.realpath(library)}:/opt/mpi/lib/mpich/libfabric.so.1" in mounts
+    beside = {target: source for source, target in (mount.split(":") for mount in mounts)
+              if target.startswith(rendered_env["LD_LIBRARY_PATH"] + "/")}
+    assert {target: os.path.realpath(source) for target, source in rendered.items()} == beside
+    assert {key: env[key] for key in ("LD_LIBRARY_PATH", "FI_PROVIDER_PATH")} == rendered_env
+    script = runtime.apptainer_script(stack, "fabric-swap")
+    assert f"export APPTAINERENV_LD_LIBRARY_PATH={env['LD_LIBRARY_PATH']}\n" in script

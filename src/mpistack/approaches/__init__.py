@@ -1,5 +1,6 @@
 """Deployment approaches, one module each, registered in APPROACHES with their capabilities:
-`image` says whether the approach runs a stack's image (True) or the host's own MPI (False)."""
+`image` says whether the approach runs a stack's image (True) or the host's own MPI (False);
+`mounts_host_libraries`, that it mounts host libraries into the image and puts them on LD_LIBRARY_PATH."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from ..launchers import LaunchPlan
 from ..registry import APPROACHES
 from ..spec.case import Case
-from .base import Approach, HostFacts, Refused, Resources
+from .base import Approach, HostFacts, Refused, Resources, Undecided
 # each module registers its approach when imported, in this order
 from .native import Native  # isort: skip
 from .container import Container  # isort: skip
@@ -17,7 +18,7 @@ from .bind import Bind  # isort: skip
 from .fabric_swap import FabricSwap  # isort: skip
 
 __all__ = ["Approach", "Bind", "Container", "FabricSwap", "HostFacts", "Hybrid", "Native", "Refused", "Resources",
-           "plan"]
+           "Undecided", "plan"]
 
 
 def plan(case: Case, resources: Resources, output: Path | None, options: list[str], label: str) -> LaunchPlan:

@@ -29,6 +29,11 @@ class Refused(Exception):
     """This case cannot run with this approach; the message says why (recorded as skipped)."""
 
 
+class Undecided(Refused):
+    """Whether this case can run rests on facts read from its image when the campaign is prepared: a dry run
+    says when it is decided; a run that still lacks them records it as skipped."""
+
+
 @dataclass(frozen=True)
 class HostFacts:
     """What planning needs to know about this machine."""

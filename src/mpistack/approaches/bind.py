@@ -25,7 +25,7 @@ def abi_mismatch(image_mpi: str, host_mpi: str) -> str | None:
             "library")
 
 
-@APPROACHES.register("bind", image=True)
+@APPROACHES.register("bind", image=True, mounts_host_libraries=True)
 class Bind(Approach):
     host_mpi = "mpich"
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 from .. import compat
 from ..launchers import LaunchPlan
 from ..registry import APPROACHES
-from .base import Approach, Refused, benchmark_argv, container_plan, image_env
+from ..spec.stack import Stack
+from .base import Approach, Refused, Undecided, benchmark_argv, container_plan, image_env
 from .hybrid import per_rank_launch
 
 MOUNT_DIR = "/opt/mpistack/host-fabric"
@@ -29,22 +30,30 @@ SWAP_RULES = ("libfabric-swap-symbol-versions",)
 UCX_DEVICES = ("ch4:ucx", "ucx")
 
 
+def ucx_mismatch(name: str, spec: Stack) -> str | None:
+    """Why fabric-swap cannot serve the stack by its stack file alone, before any image is read, or None: a UCX
+    build never loads libfabric. The doctor's plan rules ask this too."""
+    if spec.mpi.device not in UCX_DEVICES:
+        return None
+    return (f"{name}'s MPI ({spec.mpi.impl} {spec.mpi.device}) carries its messages over UCX, not libfabric, so "
+            "swapping libfabric changes nothing")
+
+
 def swap_facts(case, resources) -> compat.LibfabricSwap:
     """The host's and the image's libfabric facts as the compatibility rule reads them; Refused when either
-    side is unknown."""
+    side is unknown (Undecided while the image's are not read yet)."""
     spec = case.stack.spec
-    if spec is not None and spec.mpi.device in UCX_DEVICES:
-        # decided by the stack file, before any image is read: a UCX build never loads libfabric
-        raise Refused(f"fabric-swap refused: {case.stack.name}'s MPI ({spec.mpi.impl} {spec.mpi.device}) carries its "
-                      "messages over UCX, not libfabric, so swapping libfabric changes nothing")
+    if spec is not None and (mismatch := ucx_mismatch(case.stack.name, spec)):
+        raise Refused(f"fabric-swap refused: {mismatch}")
     host = resources.host.libfabric
     if host is None:
         raise Refused("the host has no libfabric.so.1 to swap in (ldconfig finds none; Debian: libfabric1), or "
                       "readelf (binutils) is missing to read it")
     image = resources.image_fabric.get(case.stack.name)
     if image is None:
-        raise Refused(f"the libfabric facts of {case.stack.name}'s image are not known yet: they are read from "
-                      "the image when the campaign is prepared (a dry run starts no container)")
+        raise Undecided("fabric-swap: compatibility checked after the image is built: the libfabric facts of "
+                        f"{case.stack.name}'s image are not known yet (read from the image when the campaign is "
+                        "prepared; a dry run starts no container)")
     if image.problem:
         raise Refused(image.problem)
     return compat.LibfabricSwap(host_path=host.path, host_soname=host.soname, host_version=host.version,
@@ -52,7 +61,7 @@ def swap_facts(case, resources) -> compat.LibfabricSwap:
                                 image_needs=image.needs)
 
 
-@APPROACHES.register("fabric-swap", image=True)
+@APPROACHES.register("fabric-swap", image=True, mounts_host_libraries=True)
 class FabricSwap(Approach):
     def plan(self, case, resources, output, options, label) -> LaunchPlan:
         swap = swap_facts(case, resources)

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..approaches import HostFacts, Refused
+from ..approaches import HostFacts, Refused, Undecided
 from ..launchers import LocalLauncher, SlurmLauncher, slurm
 from ..registry import LAUNCHERS
 from ..spec.campaign import Campaign, CampaignError
@@ -68,6 +68,9 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
             continue
         try:
             launch = stages.plan(campaign, case, resources)
+        except Undecided as undecided:  # the run decides it once the image is there: not a skip
+            console.print(f"      {escape(str(undecided))}", highlight=False)
+            continue
         except Refused as refused:
             console.print(f"      skipped: {escape(str(refused))}", highlight=False)
             continue

@@ -1,5 +1,6 @@
 """Rules on what a campaign would run (``PlanSubject``): a stack deployed by an approach on this machine. The
-bind approach's ABI reasons are the approach's own (approaches/bind.py), so the doctor and a campaign agree."""
+bind approach's ABI reasons and fabric-swap's refusal of UCX stacks are the approaches' own (approaches/bind.py,
+approaches/fabric_swap.py), so the doctor and a campaign agree."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 from dataclasses import dataclass, field
 
 from ...approaches.bind import SONAMES, Bind, abi_mismatch
+from ...approaches.fabric_swap import ucx_mismatch
 from ...compat import check
 from ...runtime import SRUN_MPI, presets
 from ...spec.stack import Stack
@@ -60,6 +62,29 @@ def bind_abi(rule, plan: PlanSubject):
         yield rule.finding("ok", f"bind: {SONAMES.get(image_mpi)} on both sides",
                            "MPICH-ABI libraries (libmpi.so.12, Debian's libmpich.so.12) replace each other.",
                            subject=plan.where, **evidence)
+
+
+@rule("plan-fabric-swap", "plan", "CSCS docs 'MPICH image' (https://docs.cscs.ch/software/container-engine/"
+      "guidelines-images/image-mpich/); 'Docker build pipeline for 4 different container approaches on LUMI' "
+      "(2025-03-07), its libfabric hybrid",
+      "fabric-swap: whether the stack's MPI loads libfabric at all (a UCX build is refused, as the run refuses it)")
+def plan_fabric_swap(rule, plan: PlanSubject):
+    if plan.approach != "fabric-swap":
+        return
+    mpi = plan.stack.mpi
+    mismatch = ucx_mismatch(plan.stack.name, plan.stack)
+    if mismatch:
+        yield rule.finding(
+            "problem", f"fabric-swap refused: {mpi.impl} {mpi.device} talks over UCX",
+            f"{mismatch}.",  # the run's own reason, word for word
+            "Use the hybrid approach (the image's own MPI and network layer) or bind (the host's MPI), or a stack "
+            "whose MPI is built over libfabric (MPICH ch4:ofi, Open MPI over ofi).",
+            subject=plan.where, device=f"{mpi.impl} {mpi.device}")
+    else:
+        yield rule.finding("ok", f"fabric-swap: {mpi.impl} {mpi.device} loads libfabric",
+                           "The symbol versions its MPI needs are checked against the host's libfabric once the "
+                           "image is built (compat rule libfabric-swap-symbol-versions).",
+                           subject=plan.where, device=f"{mpi.impl} {mpi.device}")
 
 
 @rule("plan-environment", "plan", "CSCS docs 'MPICH image' and 'OpenMPI' (https://docs.cscs.ch/software/container-engine/"
