@@ -68,10 +68,11 @@ def test_sweep_judges_adaptive_medians_against_the_fixed_count_noise(tmp_path, c
     _doc(tmp_path / "adapt0.bw.json", {1: 109.0, 2: 102.0})  # inside the noise; inside the floor
     _doc(tmp_path / "adapt1.bw.json", {1: 108.0, 2: 103.0})  # size 2: median 102.5 <= 100 + 3%
     a = argparse.Namespace(rounds=2, tolerance=0.03)
-    within, total, worst = sweep.compare_medians(a, ["bw"], tmp_path)
+    within, total, worst, noises = sweep.compare_medians(a, ["bw"], tmp_path)
     assert (within, total) == (2, 2), capsys.readouterr().out
+    assert [round(n, 2) for n in noises] == [9.52, 0.0]  # (110 - 100) / 105: the spread between launches
     _doc(tmp_path / "adapt1.bw.json", {1: 108.0, 2: 106.0})  # size 2: median 104 > 103
-    within, total, worst = sweep.compare_medians(a, ["bw"], tmp_path)
+    within, total, worst, _ = sweep.compare_medians(a, ["bw"], tmp_path)
     assert (within, total) == (1, 2)
     assert [(t, s) for _, t, s, _ in worst] == [("bw", 2)]
 
@@ -98,6 +99,7 @@ def test_sweep_runs_paired_rounds(builds, tmp_path):
         (t, s) for t in ("latency", "allreduce") for s in (1, 2, 4, 8, 16)]
     assert all(int(float(r[2])) in (10000, 1000) for r in rows)  # OSU's fixed counts
     assert "speed-up: x" in out and "adaptive medians within the fixed-count noise:" in out
+    assert "fixed-count launches differ between rounds by" in out
     for r in range(2):  # both arms of both rounds left their documents
         assert (tmp_path / f"fixed{r}.latency.json").is_file()
         assert (tmp_path / f"adapt{r}.allreduce.json").is_file()
