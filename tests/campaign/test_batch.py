@@ -200,3 +200,15 @@ def test_each_case_is_judged_from_its_exit_file(tmp_path, exit_status, status):
     assert run.run(cases)
     assert [row[1] for row in stored(tmp_path)] == [status]
     assert outcomes[0][1].status.value == status
+
+
+def test_a_jobs_probe_step_is_read_once_for_all_its_cases(tmp_path, monkeypatch):
+    from mpistack.campaign import probe
+
+    reads = []
+    real = probe.read_batch_probe
+    monkeypatch.setattr(probe, "read_batch_probe", lambda *args: reads.append(args[-1]) or real(*args))
+    run, slurm, cases, outcomes = batch_run(tmp_path, every_case_ends, repeats=4)
+    assert run.run(cases)
+    assert len(outcomes) == 4 and len(slurm.jobs) == 1
+    assert len(reads) == 1  # one configuration in one job: one probe step, read once

@@ -121,3 +121,10 @@ def test_host_bench_is_where_the_probe_expects_it():
     needs("mpicc.mpich")
     facts = probe_host("mpich", ranks=2)
     assert host_bench_path("mpich").is_file() and facts.library_version
+
+
+def test_the_approach_option_names_every_registered_approach():
+    from mpistack.approaches import APPROACHES
+
+    help_text = " ".join(runner.invoke(app, ["doctor", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert all(name in help_text for name in APPROACHES.names()), help_text

@@ -51,6 +51,10 @@ def test_render_binds_prints_the_selected_systems_paths():
     assert hybrid.returncode == 0 and hybrid.stdout == "" and "hybrid binds no host path on system local" in hybrid.stderr
     lumi = mpistack("stack", "render", "debian-mpich", "--binds", "fabric-swap", "--system", "lumi")
     assert lumi.returncode == 0 and lumi.stdout.splitlines()[0] == "/opt/cray/libfabric/1.15.2.0:/opt/cray/libfabric/1.15.2.0"
+    # the bind list alone does not make the container load them: the environment it needs is named beside it
+    assert "LD_LIBRARY_PATH" not in lumi.stdout
+    assert "the container also needs LD_LIBRARY_PATH=/opt/cray/libfabric/1.15.2.0/lib64" in lumi.stderr
+    assert "LD_LIBRARY_PATH=/opt/mpistack/host-fabric/lib" in local.stderr and "needs" not in hybrid.stderr
 
 
 def test_render_refuses_an_unknown_system_or_approach_with_the_known_names():

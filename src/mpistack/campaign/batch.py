@@ -115,6 +115,8 @@ class BatchRun:
         self.should_stop = should_stop
         self.bundle_files = BundleFiles(jobs_dir, f"mpistack-{context.campaign.name}-{context.campaign_id}")
         self.open: dict[str, OpenCase] = {}
+        # each job's probe step, read once for all the cases of its configuration (configuration, step directory)
+        self.probes_read: dict[tuple, dict[str, str]] = {}
         self.active: dict[str, Bundle] = {}  # job id -> bundle
         self.to_submit: list[str] = []
 
@@ -213,8 +215,11 @@ class BatchRun:
             if ended is None:
                 continue
             facts = {**ended.facts(), "attempt": str(item.submissions)}
-            self.context.transports[probe.configuration(item.case)] = probe.read_batch_probe(
-                self.context.campaign.name, item.case, self.context.resources, item.probe_dir)
+            configuration = probe.configuration(item.case)
+            if (configuration, item.probe_dir) not in self.probes_read:
+                self.probes_read[configuration, item.probe_dir] = probe.read_batch_probe(
+                    self.context.campaign.name, item.case, self.context.resources, item.probe_dir)
+            self.context.transports[configuration] = self.probes_read[configuration, item.probe_dir]
             if item.notes:
                 facts["earlier_attempts"] = "; ".join(item.notes)
             outcome = stages.conclude(self.context, item.case, item.launch, ended.execution, item.submissions,

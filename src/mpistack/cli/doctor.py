@@ -30,7 +30,7 @@ def doctor(
     run_id: Annotated[Optional[int], typer.Option("--run", metavar="ID", help="Diagnose one stored run.")] = None,
     campaign: Annotated[Optional[str], typer.Option("--campaign", metavar="NAME", help="Diagnose a stored campaign (its latest run of that name, or a number): its runs and results.")] = None,
     stack: Annotated[Optional[str], typer.Option("--stack", metavar="NAME", help="With --approach: check what a campaign would run.")] = None,
-    approach: Annotated[Optional[str], typer.Option("--approach", metavar="A", help="The approach for --stack (native, container, hybrid, bind).")] = None,
+    approach: Annotated[Optional[str], typer.Option("--approach", metavar="A", help="The approach for --stack (native, container, hybrid, bind, fabric-swap).")] = None,
     mpi: Annotated[Optional[str], typer.Option("--mpi", metavar="FAMILY", help="Host check: only this host MPI (mpich, openmpi) \\[default: each installed].")] = None,
     launcher: Annotated[Optional[str], typer.Option("--launcher", metavar="PROGRAM", help="Launch the probe with this program (e.g. mpiexec.openmpi) instead of the MPI's own.")] = None,
     ranks: Annotated[int, typer.Option("--ranks", "-n", min=1, help="Ranks the probe (or the plan) starts.")] = 2,

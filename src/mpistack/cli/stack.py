@@ -177,6 +177,11 @@ def render_command(
                 print("\n".join(paths))
             else:
                 err.print(f"{binds} binds no host path on system {system}", highlight=False)
+            # stdout stays a plain bind list for scripts; what the container also needs goes to the terminal
+            needed = runtime.apptainer_env(s, binds, system=system)
+            if needed:
+                err.print(f"note: the container also needs {' '.join(f'{k}={v}' for k, v in needed.items())} "
+                          f"(apptainer-{binds}.sh, written by --out, sets it)", highlight=False, soft_wrap=True)
         return
     try:
         recipe = render(s, allow_unpinned=allow_unpinned)
