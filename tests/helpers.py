@@ -21,14 +21,21 @@ OSU_LATENCY = "# OSU MPI Latency Test v7.5\n# Size       Avg Latency(us)\n1     
 HOST_MPICH_ONE_RANK = 'approaches = ["native"]\n[[stack]]\nname = "h"\nhost = "mpich"\n[[placement]]\nranks = 1\n'
 
 
+def plain_environment() -> dict[str, str]:
+    """This process's environment without a terminal width, for commands whose output is piped to a test."""
+    return {key: value for key, value in os.environ.items() if key not in ("COLUMNS", "LINES")}
+
+
 def mpistack(*args, home: Path | None = None, check: int | None = 0, timeout: float = 900
              ) -> subprocess.CompletedProcess:
     """Run `mpistack ARGS` as a user does; assert its exit status is `check` (None: any). With `home`, the run
     is kept to that directory: its cache (work directories, journals) is there, it is the working directory,
     tables are wide enough not to wrap, and the store is only the one named by --db."""
-    env = None
+    # (an explicit environment: pytest's process may carry a COLUMNS that os.environ does not show, set by
+    # readline, and piped tables honour COLUMNS)
+    env = plain_environment()
     if home is not None:
-        env = {**os.environ, "XDG_CACHE_HOME": str(home / "cache"), "COLUMNS": "250"}
+        env = {**env, "XDG_CACHE_HOME": str(home / "cache"), "COLUMNS": "250"}
         env.pop("MPISTACK_DB", None)
     result = subprocess.run([*MPISTACK, *map(str, args)], capture_output=True, text=True, env=env, cwd=home,
                             timeout=timeout)

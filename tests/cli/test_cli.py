@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from tests.helpers import plain_environment
 from tests.parsers import osu_samples
 
 MPISTACK = [sys.executable, "-m", "mpistack.cli"]
@@ -15,7 +16,7 @@ MPISTACK = [sys.executable, "-m", "mpistack.cli"]
 
 def mpistack(*args, db=None, check=True):
     command = [*MPISTACK, *(("--db", str(db)) if db else ()), *map(str, args)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, env=plain_environment())
     if check and result.returncode != 0:
         raise AssertionError(f"{command} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
     return result
