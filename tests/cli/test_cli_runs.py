@@ -152,3 +152,22 @@ def test_an_unknown_where_key_is_an_error_that_lists_the_known_keys_and_tags(sto
     assert "variant" in result.stderr and "benchmark" in result.stderr
     known = mpistack("runs", "-w", "variant=nope", db=path, check=False)
     assert known.returncode == 0  # a known tag with no match is an empty answer, not an error
+
+
+def test_runs_refuse_a_result_field_and_a_campaign_that_is_not_there(store):
+    path, _ = store
+    for where in ("size>99999999", "value<1", "unit=us", "iterations>5"):
+        result = mpistack("runs", "-w", where, db=path, check=False)
+        assert result.returncode == 2 and "a field of results, not of runs" in result.stderr, (where, result.stdout)
+    for where in ("campaign=99", "campaign=weekly"):
+        result = mpistack("results", "-w", where, db=path, check=False)
+        assert result.returncode == 2 and "no campaign of that" in result.stderr, where
+        assert "campaigns in this store, newest 10: 1 " in result.stderr
+
+
+def test_no_read_only_verb_creates_a_store(tmp_path):
+    for verb in (["report", "local"], ["compare", "ref:a", "ref:b"], ["db", "version"], ["results"], ["runs"],
+                 ["campaigns"], ["show", "1"]):
+        result = mpistack(*verb, db=tmp_path / "absent.db", check=False)
+        assert result.returncode == 2 and "no results store at" in result.stderr, verb
+        assert not (tmp_path / "absent.db").exists(), verb

@@ -236,3 +236,25 @@ def test_the_real_command_on_an_80_column_terminal(store):
     lines = plain(result.stdout).replace("\r", "").splitlines()
     assert lines and all(len(line) <= 80 for line in lines), max(lines, key=len)
     assert "failed" in result.stdout and LONG_STACK in result.stdout and "Segmentation" in result.stdout
+
+
+def test_the_notes_under_a_terminal_table_fit_its_width_and_never_part_a_column_from_its_value():
+    same = {"stack": "mpich4.3.1-ofi1.22-cuda12.8", "approach": "fabric-swap", "suite": "osu 7.5",
+            "launcher": "srun", "buffers": "H-H", "status": "ok", "unit": "MB/s", "metric": "bandwidth"}
+    rows = [{"run": 1, "benchmark": "bw", "size": size, "value": 1.5 * size, **same} for size in (1, 2, 4)]
+    columns = ["run", "benchmark", "size", "value", "unit", "stack", "approach", "metric", "status", "launcher",
+               "buffers", "suite"]
+    text = rendered(RESULTS_LAYOUT, rows, rows, columns, 60)
+    lines = text.splitlines()
+    assert all(len(line) <= 60 for line in lines), max(lines, key=len)
+    notes = " ".join(lines[lines.index(next(line for line in lines if line.startswith("every row:"))):])
+    for column, value in same.items():  # whole, and beside its column
+        assert f"{column} {value}" in notes or re.search(rf"not shown:.*\b{column}\b", notes), column
+
+
+def test_a_tag_the_limited_rows_lack_is_still_a_column(store):
+    every = CliRunner().invoke(app, ["--db", str(store), "results", "-f", "csv"]).stdout
+    tags = [key for key in next(csv.reader(io.StringIO(every))) if key not in RESULTS_LAYOUT.priority]
+    for tag in tags:
+        result = CliRunner().invoke(app, ["--db", str(store), "results", "--limit", "1", "-c", f"run,{tag}"])
+        assert result.exit_code == 0, (tag, result.output)

@@ -51,12 +51,12 @@ def where_filters(where: list[str] | None) -> list:
         fail(str(error))
 
 
-def check_where_keys(store, filters: list) -> None:
+def check_where_keys(store, filters: list, runs_only: bool = False) -> None:
     """End the command when a filter names what no stored run has (a key that is neither a field nor a tag, a
-    campaign name): a typo would otherwise match nothing, silently."""
+    campaign), or with `runs_only` a result field: a typo would otherwise match nothing, silently."""
     from ..store.query import where_problem
 
-    problem = where_problem(store, filters) if filters else None
+    problem = where_problem(store, filters, runs_only) if filters else None
     if problem:
         fail(problem)
 

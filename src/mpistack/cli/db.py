@@ -22,4 +22,4 @@ def version(db: DbOption = None) -> None:
     """Print the store's schema revision."""
     from ..store import current_revision
 
-    print(current_revision(database(db, migrate=False)) or "empty")
+    print(current_revision(database(db, migrate=False, must_exist=True)) or "empty")

@@ -147,7 +147,8 @@ def print_listing(layout: Layout, output_format: OutputFormat, records: list[dic
     else:
         choice = choose(layout if terminal else _unfolded(layout), rows, columns, width)
         shown = choice.columns
-        notes = ["every row: " + ", ".join(f"{column} {value}" for column, value in choice.same.items())
+        notes = ["every row: " + ", ".join(f"{column}\xa0{value}".replace(" ", "\xa0")
+                                             for column, value in choice.same.items())
                  ] if choice.same else []
         if choice.hidden:
             notes.append(f"not shown: {', '.join(choice.hidden)} (--wide or --columns)")
@@ -158,7 +159,7 @@ def print_listing(layout: Layout, output_format: OutputFormat, records: list[dic
         table_width = max(width, sum(natural_width(table_rows, header) + GAP for header in headers))
     fold = {SHORT_HEADERS.get(column, column) for column in layout.fold} | set(layout.fold)
     print_table(table_rows, headers, title=title or count, stream=stream, fold=fold, width=table_width)
-    for note in notes:  # below the table, as long as it needs to be: a terminal wraps it, piped text is wrapped here
-        if not terminal:
-            note = textwrap.fill(note, width, break_long_words=False, break_on_hyphens=False)
-        stream.write(note + "\n")
+    for note in notes:  # below the table, wrapped at the width between words (a terminal would cut words)
+        # (a column and its value are joined by a no-break space until then: a line never parts them)
+        stream.write(textwrap.fill(note, width, break_long_words=False, break_on_hyphens=False).replace("\xa0", " ")
+                     + "\n")

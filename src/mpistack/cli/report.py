@@ -114,7 +114,7 @@ def report(
     from ..store.query import WhereError
 
     filters = where_filters(where)
-    store = database(db)
+    store = database(db, must_exist=True)
     check_where_keys(store, filters)
     campaign_id: int | None = None
     if campaign is not None:

@@ -39,14 +39,17 @@ def results(
     db: DbOption = None,
 ) -> None:
     """List stored results, one per benchmark, message size and metric."""
-    from ..store.query import OUTPUT_FIELDS, STAT_FIELDS, count_matching, query_results
+    from ..store.query import OUTPUT_FIELDS, STAT_FIELDS, count_matching, query_results, stored_tag_keys
 
     filters = where_filters(where)
     store = reader(db)
     check_where_keys(store, filters)
     rows = query_results(store, filters, limit)
     total = count_matching(store, filters) if limit and len(rows) == limit else None
-    tag_keys = sorted({key for row in rows for key in row["tags"] if key not in OUTPUT_FIELDS})
+    tag_keys = {key for row in rows for key in row["tags"]}
+    if columns:  # a tag that the rows shown lack (--limit, --where) is still a column one may ask for
+        tag_keys |= set(stored_tag_keys(store))
+    tag_keys = sorted(tag_keys - set(OUTPUT_FIELDS))
     every = [*OUTPUT_FIELDS, *(STAT_FIELDS if stats or columns else ()), "transport", *tag_keys]
     layout = RESULTS_LAYOUT
     if stats:  # asked for: shown after the value

@@ -54,7 +54,7 @@ def runs(
 
     filters = where_filters(where)
     store = reader(db)
-    check_where_keys(store, filters)
+    check_where_keys(store, filters, runs_only=True)
     rows = query_runs(store, filters, limit)
     total = count_matching(store, filters, runs=True) if limit and len(rows) == limit else None
     print_listing(RUNS_LAYOUT, output_format, [{**row, "variant": row["tags"].get("variant")} for row in rows],

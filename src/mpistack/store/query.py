@@ -103,11 +103,23 @@ class Where:
 def _where(filters: Sequence[Where] | None, parameters: _Parameters, runs_only: bool = False,
            extra: Sequence[str] = ()) -> str:
     """`WHERE ...` for every filter (and the `extra` conditions); empty when there are none. `runs_only`: the
-    statement selects from runs alone, so every key is a run field or a tag."""
+    statement selects from runs alone, so every key must be a run field or a tag (WhereError otherwise: a result
+    field would be taken for a tag and match nothing, or everything)."""
+    if runs_only and (problem := _result_field_problem(filters)):
+        raise WhereError(problem)
     clauses = [where.clause(parameters, run_id="runs.id", result_keys=False) if runs_only else where.clause(parameters)
                for where in filters or []]
     clauses += extra
     return f" WHERE {' AND '.join(f'({clause})' for clause in clauses)}" if clauses else ""
+
+
+def _result_field_problem(filters: Sequence[Where] | None) -> str | None:
+    """Why filters on runs alone cannot take a result field (None when none of them is one)."""
+    for where in filters or []:
+        if where.key in _RESULT_KEYS and where.key not in _RUN_KEYS:
+            return (f"--where {where.key}: a field of results, not of runs (filter results with `mpistack results`; "
+                    "runs on a run field or a tag)")
+    return None
 
 
 # The runs-table column of each field that is not named after its column.
@@ -218,9 +230,6 @@ def launch_evidence(store, filters: list[Where] | None = None,
 
     A context manager: the results are read from the database as they are iterated, within the block, so that a
     million of them are never all in memory at once."""
-    for where in filters or []:
-        if where.key in _RESULT_KEYS and where.key not in _RUN_KEYS:
-            raise WhereError(f"--where {where.key}: the analysis selects runs; filter on a run field or a tag")
     parameters = _Parameters()
     conditions = _where(filters, parameters, runs_only=True)
     figure = "coalesce(results.median, results.value)"
@@ -288,26 +297,38 @@ def run_record(store, run_id: int) -> dict | None:
     return record
 
 
-def where_problem(store, filters: list[Where]) -> str | None:
+def where_problem(store, filters: list[Where], runs_only: bool = False) -> str | None:
     """Why a filter can match nothing because of what it names: a key that is neither a field nor a tag of any
-    stored run (a typo would otherwise give 0 rows silently), or a campaign name no campaign has; None when
-    every filter names something stored."""
+    stored run (a typo would otherwise give 0 rows silently), a campaign no campaign is, or (`runs_only`: runs are
+    listed, not results) a result field; None when every filter names something stored."""
+    if runs_only and (problem := _result_field_problem(filters)):
+        return problem
     keys = {where.key for where in filters} - _RESULT_KEYS.keys() - _RUN_KEYS.keys()
-    names = {where.value for where in filters if where.key == "campaign" and isinstance(where.value, str)}
-    if not keys and not names:
+    named = [where.value for where in filters if where.key == "campaign" and where.operator == "="
+             and where.value is not None]
+    if not keys and not named:
         return None
+    tags = set(stored_tag_keys(store)) if keys else set()
     with read_session(store) as session:
-        tags = {key for (key,) in session.rows("SELECT DISTINCT key FROM run_tags")} if keys else set()
-        campaigns = {name for (name,) in session.rows("SELECT DISTINCT name FROM campaigns")} if names else set()
+        campaigns = session.rows("SELECT id, name FROM campaigns") if named else []
     if missing := sorted(keys - tags):
         fields = ", ".join(sorted({*_RESULT_KEYS, *_RUN_KEYS}))
         known_tags = ", ".join(sorted(tags)) or "none"
         return (f"--where {missing[0]}: no such field, and no stored run has that tag; fields: {fields}; "
                 f"tags in this store: {known_tags}")
-    if unknown := sorted(names - campaigns):
-        return (f"--where campaign={unknown[0]}: no campaign of that name (campaign takes a number or a name; "
-                f"names in this store: {', '.join(sorted(campaigns)) or 'none'})")
+    known = {value for row in campaigns for value in row}
+    if unknown := [value for value in named if value not in known]:
+        newest = ", ".join(f"{number} {name}" for number, name in sorted(campaigns)[-10:]) or "none"
+        what = "of that name" if isinstance(unknown[0], str) else "of that number"
+        return (f"--where campaign={unknown[0]}: no campaign {what} (campaign takes a number or a name; "
+                f"campaigns in this store, newest 10: {newest})")
     return None
+
+
+def stored_tag_keys(store) -> list[str]:
+    """Every tag key some stored run has, sorted."""
+    with read_session(store) as session:
+        return sorted(key for (key,) in session.rows("SELECT DISTINCT key FROM run_tags"))
 
 
 # Run fields the doctor reads of each run (its tags and failed sizes follow).
