@@ -213,11 +213,11 @@ def test_csv_cells_a_spreadsheet_would_run_get_a_quote_and_numbers_do_not(store)
     stream = io.StringIO()
     rows = [{"text": text, "number": number} for text, number in
             [("=1+2", -1.5), ("+cmd", 3), ("-x", -2), ("@SUM(A1)", 0.5), ("\tx", 1e-3), ("\rx", -7),
-             ("-1.5", "-1.5"), ("plain", "+4e3")]]
+             ("-1.5", "-1.5"), ("plain", "+4e3"), ("-", 1)]]
     print_csv(rows, ["text", "number"], stream)
     parsed = list(csv.DictReader(io.StringIO(stream.getvalue(), newline="")))
-    assert [row["text"] for row in parsed] == ["'=1+2", "'+cmd", "'-x", "'@SUM(A1)", "'\tx", "'\rx", "-1.5", "plain"]
-    assert [row["number"] for row in parsed] == ["-1.5", "3", "-2", "0.5", "0.001", "-7", "-1.5", "+4e3"]
+    assert [row["text"] for row in parsed] == ["'=1+2", "'+cmd", "'-x", "'@SUM(A1)", "'\tx", "'\rx", "-1.5", "plain", "-"]
+    assert [row["number"] for row in parsed] == ["-1.5", "3", "-2", "0.5", "0.001", "-7", "-1.5", "+4e3", "1"]
     result = CliRunner().invoke(app, ["--db", str(store), "runs", "-f", "csv", "-w", "status=failed"])
     (failed,) = list(csv.DictReader(io.StringIO(result.stdout)))
     assert failed["variant"] == "'=HYPERLINK(1)" and failed["message"] == MESSAGE

@@ -69,7 +69,8 @@ _PLAIN_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 def _csv_safe(value):
     """A text cell that a spreadsheet would run as a formula gets a leading ' (OWASP, "CSV Injection",
     https://owasp.org/www-community/attacks/CSV_Injection); numbers, even negative ones, stay as they are."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value):
+    if (isinstance(value, str) and value.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value)
+            and value != "-"):  # (a lone dash, the usual "none", is no formula)
         return "'" + value
     return value
 
