@@ -77,3 +77,23 @@ def test_boolean_flags_show_no_value_placeholder(args):
     assert result.exit_code == 0
     assert "<bool>" not in result.stdout
     assert re.search(r"--help\s+-h\s+Show this message", result.stdout)
+
+
+def test_help_paragraphs_are_reflowed_so_no_sentence_breaks_mid_line():
+    from mpistack.cli import reflowed
+
+    assert reflowed("First line\n    of a paragraph.\n\n    Second\n    paragraph.") == \
+        "First line of a paragraph.\n\nSecond paragraph."
+    assert reflowed("Run:\n    Example:\n        mpistack x\n        mpistack y\n    ") == \
+        "Run:\nExample:\n    mpistack x\n    mpistack y"  # (an indented block keeps its lines)
+    assert reflowed("A list:\n- one\n- two") == "A list:\n- one\n- two"
+    result = CliRunner().invoke(app, ["ingest", "--help"], env={"COLUMNS": "200"})
+    text = " ".join(line.strip(" │") for line in result.output.splitlines())
+    assert "Markdown tables) and written whole or not at all" in " ".join(text.split())
+    lines = [line.strip() for line in result.output.splitlines()]
+    assert "written" not in lines and "file" not in lines  # no line holds one word of a broken sentence
+
+
+def test_an_optional_argument_is_bracketed_once():
+    result = CliRunner().invoke(app, ["report", "--help"], env={"COLUMNS": "200"})
+    assert "[CAMPAIGN]" in result.output and "[[CAMPAIGN]]" not in result.output

@@ -5,6 +5,7 @@ the verbs from the table below and imports none of them, so it starts without SQ
 
 from __future__ import annotations
 
+import inspect
 import sys
 from dataclasses import dataclass
 from typing import Annotated
@@ -78,11 +79,24 @@ def _blank_flag_metavars(params) -> None:
             param.metavar = ""
 
 
-def flags_without_metavar(command, ctx) -> None:
-    """`_blank_flag_metavars` for `command`, its help option and, for a group, every command under it."""
+def reflowed(text: str | None) -> str | None:
+    """A docstring's paragraphs each on one line: the rich help keeps every line break, and a paragraph wrapped
+    for the source would break mid-sentence at every width. Indented lines and lists keep their breaks."""
+    if not text:
+        return text
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(
+        paragraph if any(line[:1].isspace() or line.lstrip()[:2] in ("- ", "* ") for line in paragraph.splitlines())
+        else " ".join(paragraph.split("\n")) for paragraph in paragraphs)
+
+
+def tidy_help(command, ctx) -> None:
+    """For `command`, its help option and, for a group, every command under it: flags without a metavar
+    (`_blank_flag_metavars`) and help paragraphs reflowed (`reflowed`)."""
     _blank_flag_metavars([*command.params, command.get_help_option(ctx)])
+    command.help = reflowed(command.help)
     for sub in getattr(command, "commands", {}).values():
-        flags_without_metavar(sub, ctx)
+        tidy_help(sub, ctx)
 
 
 class LazyVerbs(TyperGroup):
@@ -100,7 +114,7 @@ class LazyVerbs(TyperGroup):
         if isinstance(command, _Unloaded) and not self._listing:
             verb = next(verb for verb in VERBS if verb.name == cmd_name)
             command = self.commands[cmd_name] = load_verb(verb, self.rich_markup_mode)
-            flags_without_metavar(command, ctx)
+            tidy_help(command, ctx)
         return command
 
     def get_params(self, ctx):

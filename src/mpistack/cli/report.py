@@ -82,7 +82,7 @@ def doctor_findings(store, filters, settings) -> dict:
 
 def report(
     campaign: Annotated[Optional[str], typer.Argument(
-        metavar="[CAMPAIGN]", help="A campaign name (its latest campaign) or number. Without it and without "
+        metavar="CAMPAIGN", help="A campaign name (its latest campaign) or number. Without it and without "
                                    "--where: the latest campaign in the store.")] = None,
     where: Annotated[Optional[list[str]], typer.Option(
         "--where", "-w", metavar="KEY=VALUE", help="Only runs where a run field (stack, approach, ranks, nodes, "
