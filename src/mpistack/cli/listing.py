@@ -112,6 +112,12 @@ def _requested_width() -> int | None:
     return width if width > 0 else None
 
 
+def fitting_width(stream: IO[str]) -> int | None:
+    """The width a table printed to `stream` fits: the terminal's, or piped the one COLUMNS names; None for
+    piped text without COLUMNS, which has every column."""
+    return shutil.get_terminal_size().columns if stream.isatty() else _requested_width()
+
+
 def _unfolded(layout: Layout) -> Layout:
     """The layout of piped text, which cannot fold: free text takes its whole width, so it goes first when the
     width is short."""
@@ -138,7 +144,7 @@ def print_listing(layout: Layout, output_format: OutputFormat, records: list[dic
     if total is not None and total > len(rows):
         count = f"showing {len(rows):,} of {total:,} {layout.noun}s"
     terminal = stream.isatty()
-    width = width or (shutil.get_terminal_size().columns if terminal else _requested_width())
+    width = width or fitting_width(stream)
     if requested:
         shown, notes = requested, []
     elif wide or width is None:

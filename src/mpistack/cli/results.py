@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from .common import DbOption, FormatOption, OutputFormat, check_where_keys, reader, where_filters
-from .listing import ColumnsOption, Layout, WideOption, print_listing
+from .listing import ColumnsOption, Layout, WideOption, print_listing, fitting_width
 
 WHERE_HELP = ("Filter on {fields} or a tag: KEY=VALUE, KEY!=VALUE, and for numbers also <, <=, >, >= (quote those "
               "from the shell: -w 'size>=1024'). Repeatable: all must hold.")
@@ -54,7 +54,7 @@ def results(
     layout = RESULTS_LAYOUT
     if stats:  # asked for: shown after the value
         layout = replace(layout, priority=(*layout.priority[:5], *STAT_FIELDS, *layout.priority[5:]))
-    every_column = wide or not sys.stdout.isatty()  # piped, a table has every column (listing.py)
+    every_column = wide or fitting_width(sys.stdout) is None  # (piped without COLUMNS: listing.py)
     print_listing(layout, output_format, rows, transport_lines(rows, output_format, columns, every_column), every,
                   columns_option=columns, wide=wide, total=total)
 
