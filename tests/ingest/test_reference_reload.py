@@ -60,6 +60,13 @@ def test_the_same_content_is_left_as_it_is_and_new_content_replaces_it(tmp_path)
                                                          latency=s.LATENCY_5.replace("0.23", "0.21")), replace=True)
     assert forced.replaced == 2 and len(query_runs(engine)) == 2
 
+    # tags given when loading (`ingest --reference tiny -t site=cscs`) are part of what is stored
+    same = shipped(references, system="lumi-g", latency=s.LATENCY_5.replace("0.23", "0.21"))
+    tagged = published.replace_reference(engine, same, {"site": "cscs"})
+    assert (tagged.skipped, tagged.replaced) == ([], 2)
+    assert {run["tags"]["site"] for run in query_runs(engine)} == {"cscs"}
+    assert published.replace_reference(engine, same, {"site": "cscs"}).skipped  # and then it is the same again
+
 
 def test_a_plain_ingest_of_a_data_file_is_not_taken_for_the_reference(tmp_path):
     from mpistack.ingest.files import ingest_files

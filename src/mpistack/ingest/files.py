@@ -87,6 +87,11 @@ def read_content(path: Path) -> tuple[str, bytes | None]:
         raise ParseError(str(path), 0, f"cannot read: {error.strerror}") from None
 
 
+def parse_content(path: Path, data: bytes | None) -> list[ParsedRun]:
+    """The runs of a file `read_content` read: from its bytes when it kept them, else streamed from the path."""
+    return parse_file(path) if data is None else parse_bytes(data, str(path))
+
+
 def run_ids(ids: list[int]) -> str:
     return f"run {ids[0]}" if len(ids) == 1 else f"run {ids[0]}..{ids[-1]}"
 
@@ -113,7 +118,7 @@ def _ingest_one(connection: Connection, path: Path, context: Provenance, tags: d
         if existing and not replace:
             report.skipped.append(f"{path}: already stored ({run_ids(existing)}); use --replace to store it again")
             return
-        runs = parse_file(path) if data is None else parse_bytes(data, str(path))
+        runs = parse_content(path, data)
         replaced = delete_runs(connection, existing) if existing else 0
         write_runs(connection, runs, source=str(path), tags=tags, provenance=context, content_sha256=digest)
     report.stored(runs)

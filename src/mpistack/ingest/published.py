@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Engine
 
 from ..data import data_path
-from ..parsers import ParsedRun, ParseError, parse_bytes, parse_file
+from ..parsers import ParsedRun, ParseError
 from ..store.database import write_transaction
 from ..store.writer import delete_runs, runs_tagged, stored_content, write_runs
-from .files import IngestReport, read_content, run_ids, split_tags
+from .files import IngestReport, parse_content, read_content, run_ids, split_tags
 from ..spec.toml_files import load_model, read_text
 
 REFERENCES_DIR = data_path("references")
@@ -80,9 +80,10 @@ def select(names: list[str], directory: Path = REFERENCES_DIR) -> list[LoadedRef
 
 def _content(path: Path, tags: dict[str, str]) -> tuple[str, list[ParsedRun]]:
     """A reference file's runs, and what identifies their stored copy (runs.content_sha256): the sha256 of the
-    file's bytes and of the tags its manifest gives them, as a newer mpistack may change either."""
+    file's bytes and of the tags it is stored with (its manifest's, and those given when loading it), as a newer
+    mpistack or the user may change either."""
     digest, data = read_content(path)
-    runs = parse_file(path) if data is None else parse_bytes(data, str(path))
+    runs = parse_content(path, data)
     return hashlib.sha256(f"{digest} {json.dumps(tags, sort_keys=True)}".encode()).hexdigest(), runs
 
 
@@ -95,8 +96,9 @@ def replace_reference(database: Engine, loaded: LoadedReference, tags: dict[str,
     parsed = []
     for path, file_tags in loaded.files():
         try:
-            context, plain = split_tags({**file_tags, **(tags or {})})
-            parsed.append((path, context, plain, *_content(path, file_tags)))
+            merged = {**file_tags, **(tags or {})}
+            context, plain = split_tags(merged)
+            parsed.append((path, context, plain, *_content(path, merged)))
         except ParseError as error:
             report.errors.append(str(error))
         except ValueError as error:
