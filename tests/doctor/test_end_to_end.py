@@ -103,7 +103,7 @@ def test_the_doctors_text_shows_the_transport_line_then_the_findings_at_80_colum
     text = "\n".join(lines)
     assert "TCP-class latency" in text and "tcp/lo" in text
     tcp_line = next(index for index, line in enumerate(lines) if line.startswith("host-mpich native+tcp"))
-    assert "transport (native): ucx tcp/lo,tcp/eth0; single-copy -" in lines[tcp_line + 1]
+    assert "transport (native): ucx tcp/lo,tcp/eth0 (tcp)" in lines[tcp_line + 1]
     finding = next(index for index, line in enumerate(lines) if "TCP-class latency" in line)
     assert finding > tcp_line
 
@@ -137,5 +137,5 @@ def test_containers_under_default_confinement_and_with_single_copy_rights_report
         ("ok", "single-copy: cma (recorded), confinement single-copy")]
     text = subprocess.run([*MPISTACK, "doctor", "--campaign", "doctor-single-copy", "--db", str(db)],
                           capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "80"}).stdout
-    assert "transport (host-ipc-pid): ucx sysv/memory,cma/memory; single-copy cma" in text
-    assert "transport (single-copy): ucx sysv/memory,cma/memory; single-copy cma" in text
+    assert "transport (host-ipc-pid): ucx sysv/memory,cma/memory (shm) single-copy cma" in text
+    assert "transport (single-copy): ucx sysv/memory,cma/memory (shm) single-copy cma" in text

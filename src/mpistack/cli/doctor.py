@@ -144,18 +144,18 @@ def _indented(text: str, style: str = "", by: int = 9) -> None:
 
 
 def transport_line(transport: dict, confinement: str) -> str:
-    """What a configuration's MPI said it used under one confinement, on one line: layer and transports,
-    provider, single-copy mechanism."""
-    if not transport.get("layer") and not transport.get("transports") and not transport.get("provider"):
-        return f"transport ({confinement}): {transport.get('note') or 'not recorded'}"
-    line = " ".join(part for part in (transport.get("layer"), transport.get("transports")) if part)
-    provider = f"; provider {transport['provider']}" if transport.get("provider") else ""  # libfabric's only
-    return f"transport ({confinement}): {line}{provider}; single-copy {transport.get('single_copy') or '-'}"
+    """What a configuration's MPI said it used under one confinement, on one line (as `results` and the report
+    describe it)."""
+    from ..parsers.transport import describe_transport
+
+    return f"transport ({confinement}): {describe_transport(transport) or 'not recorded'}"
 
 
 def _configuration(cell) -> str:
+    from ..analysis.matrix import Column
+
     scope, stack, approach, variant = cell
-    return f"{stack} {approach}" + ("" if variant == "default" else f"+{variant}") + f" ({scope})"
+    return f"{stack} {Column(approach, variant).label} ({scope})"
 
 
 def _print_by_configuration(findings, looked_at, transports) -> None:
@@ -178,16 +178,17 @@ def _print_by_configuration(findings, looked_at, transports) -> None:
             merged.setdefault((finding.rule, finding.verdict, finding.title), []).append(finding)
         for group in merged.values():
             subjects = [f.subject for f in group if f.subject]
-            _print_finding(group[0], looked_at, f"in {_runs(subjects)}" if subjects else "")
+            _print_finding(group[0], f"in {_runs(subjects)}" if subjects else "")
     _print_counts(findings)
 
 
 def _runs(subjects: list[str]) -> str:
-    """``run 1 (...)``, ``run 3 (...)`` -> ``runs 1, 3 (...)``; other subjects as they are."""
+    """``run 1 (x)``, ``run 3 (x)`` -> ``runs 1, 3 (x)``; the runs' numbers alone when what follows differs (a
+    cause found in latency and bw runs); other subjects as they are."""
     numbers = [subject.split()[1] for subject in subjects if subject.startswith("run ")]
     if len(subjects) > 1 and len(numbers) == len(subjects):
-        rest = subjects[0].split(" ", 2)[2] if subjects[0].count(" ") >= 2 else ""
-        return f"runs {', '.join(numbers)} {rest}".rstrip()
+        rests = {subject.split(" ", 2)[2] if subject.count(" ") >= 2 else "" for subject in subjects}
+        return f"runs {', '.join(numbers)} {rests.pop() if len(rests) == 1 else ''}".rstrip()
     return "; ".join(dict.fromkeys(subjects))
 
 
@@ -197,25 +198,24 @@ def _print(findings, looked_at) -> None:
     out.print(Text.assemble(("mpistack doctor", "bold"), ": ", ", ".join(looked_at)), highlight=False)
     for finding in findings:
         where = f"in {finding.subject}" if finding.subject and finding.subject not in looked_at else ""
-        _print_finding(finding, looked_at, where)
+        _print_finding(finding, where)
     _print_counts(findings)
 
 
-def _print_finding(finding, looked_at, where: str) -> None:
+def _print_finding(finding, where: str) -> None:
     from rich.text import Text
 
-    indented = _indented
     style = STYLE[finding.verdict]
     out.print(Text.assemble((f"{finding.verdict:>7}", style), "  ", finding.title), highlight=False)
     if finding.verdict != "ok":
         if where:
-            indented(where, "dim")
-        indented(finding.meaning)
+            _indented(where, "dim")
+        _indented(finding.meaning)
         if finding.fix:
-            indented(f"fix: {finding.fix}", "bold")
+            _indented(f"fix: {finding.fix}", "bold")
         for key, value in finding.to_dict()["evidence"].items():
-            indented(f"{key}: {value if isinstance(value, str) else json.dumps(value)}", "dim")
-        indented(f"rule {finding.rule}; source: {finding.source}", "dim")
+            _indented(f"{key}: {value if isinstance(value, str) else json.dumps(value)}", "dim")
+        _indented(f"rule {finding.rule}; source: {finding.source}", "dim")
 
 
 def _print_counts(findings) -> None:

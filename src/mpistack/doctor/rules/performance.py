@@ -7,7 +7,8 @@ from __future__ import annotations
 from statistics import median
 
 from ...analysis.answers import SAME_STACK, SYSTEM
-from ...analysis.classes import format_size
+from ...analysis.classes import SizeRanges, format_size
+from ...analysis.matrix import Column
 from ..evidence import Performance
 from ..model import rule
 
@@ -87,10 +88,10 @@ def tcp_class(rule, perf: Performance):
             subject=_subject(key), cell=_cell(key), **evidence)
 
 
-def _small_medians(row, small_below: int) -> dict:
-    """Per size below the eager range (sizeless counts as small), the median over the row's launches."""
+def _small_medians(row, ranges: SizeRanges) -> dict:
+    """Per small-message size (the analysis's regime), the median over the row's launches."""
     return {size: median(values) for size, values in row.figures.items()
-            if values and (size is None or size < small_below)}
+            if values and ranges.regime(size) == "small"}
 
 
 @rule("tcp-class-latency", "performance",
@@ -99,7 +100,7 @@ def _small_medians(row, small_below: int) -> dict:
       "small-message latency between ranks of one node far above the same stack's shared-memory figure natively "
       "(else a typical one), decided by the transport the run recorded when it recorded one")
 def tcp_class_latency(rule, perf: Performance):
-    small_below = perf.settings.ranges.small_below
+    ranges = perf.settings.ranges
     for row in perf.rows.values():
         key = row.key
         if key.metric != "latency" or (key.nodes or 1) > 1 or not row.launches:
@@ -107,15 +108,14 @@ def tcp_class_latency(rule, perf: Performance):
         network = perf.transport_of(row).get("network")
         if network not in (None, "tcp"):
             continue  # its MPI said it used shared memory (or a fabric): a slow row is not TCP's doing
-        own = _small_medians(row, small_below)
+        own = _small_medians(row, ranges)
         basis_row = perf.rows.get(key.with_(approach="native", variant=row.variant_baseline))
-        basis = _small_medians(basis_row, small_below) if basis_row is not None and basis_row is not row \
+        basis = _small_medians(basis_row, ranges) if basis_row is not None and basis_row is not row \
             and perf.transport_of(basis_row).get("network") != "tcp" else {}
         common = sorted(set(own) & set(basis), key=lambda size: -1 if size is None else size)
         if common:
             latency, reference = median([own[size] for size in common]), median([basis[size] for size in common])
-            described = (f"{key.stack} native" + ("" if row.variant_baseline == "default" else
-                                                  f"+{row.variant_baseline}") + f": {reference:.2f} us")
+            described = f"{key.stack} {Column('native', row.variant_baseline).label}: {reference:.2f} us"
         elif own:
             latency, reference = median(list(own.values())), TYPICAL_SHM_LATENCY_US
             described = f"typical shared memory: below {TYPICAL_SHM_LATENCY_US:g} us"
