@@ -21,14 +21,19 @@ needs_mpich = pytest.mark.skipif(shutil.which("mpiexec.mpich") is None, reason="
 
 # Rank 0 prints one OSU latency table whose rows come in sweeps of 23 sizes, each sweep followed by
 # launcher-style noise (as MPI libraries print it into stdout), so the output is large but quick to parse;
-# every rank prints stderr noise. Arguments: sweeps, noise bytes per sweep, stderr bytes, exit status.
+# every rank prints stderr noise, and one line of rank 0's stdout holds a byte that is not UTF-8 (a library's
+# message in another encoding). Arguments: sweeps, noise bytes per sweep, stderr bytes, exit status.
+NOISE_LINE = "libfabric:4242:1700000000::ofi_rxm:av:warning that the benchmark table does not care about\n"
+ROW_BYTES = 10 + 18 + 1  # f"{size:<10d}{latency:>18.2f}\n"
 PROGRAM = textwrap.dedent('''
     import os, sys
     sweeps, noise, errors, status = map(int, sys.argv[1:])
     sizes = [2**power for power in range(23)]
-    noise_line = "libfabric:4242:1700000000::ofi_rxm:av:warning that the benchmark table does not care about\\n"
+    noise_line = %r
     if os.environ.get("PMI_RANK", "0") == "0":
         sys.stdout.write("# OSU MPI Latency Test v7.5\\n# Size          Latency (us)\\n")
+        sys.stdout.flush()
+        sys.stdout.buffer.write(b"hwloc: topologie \\xe9tendue\\n")  # Latin-1, not UTF-8
         sweep = "".join(f"{size:<10d}{1 + index * 0.25:>18.2f}\\n" for index, size in enumerate(sizes))
         between = noise_line * (noise // len(noise_line))
         for _ in range(sweeps):
@@ -38,7 +43,7 @@ PROGRAM = textwrap.dedent('''
     sys.stderr.write(noise_line * (errors // len(noise_line)))
     sys.stderr.write("last words of the benchmark\\n")
     sys.exit(status)
-''')
+''') % NOISE_LINE
 SWEEPS, NOISE_PER_SWEEP = 4000, 12_000  # about 50 MB of stdout, 92,000 rows
 
 
@@ -79,7 +84,7 @@ options = [{json.dumps(str(program))}, "10", "0", "{3 * MB}", "3"]
             assert status == 0, log.read()
     finally:  # a campaign with a failed case keeps its work files (here: 50 MB of output) for inspection
         shutil.rmtree(cache_dir() / "work" / f"loud-{tmp_path.name}", ignore_errors=True)
-    output_size = SWEEPS * (23 * 28 + NOISE_PER_SWEEP // 92 * 92)
+    output_size = SWEEPS * (23 * ROW_BYTES + NOISE_PER_SWEEP // len(NOISE_LINE) * len(NOISE_LINE))
     assert output_size > 40 * OUTPUT_CAP_BYTES  # far beyond what is kept in memory
     with sqlite3.connect(db) as connection:
         runs = connection.execute("SELECT id, status, message FROM runs ORDER BY id").fetchall()

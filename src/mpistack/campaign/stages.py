@@ -96,7 +96,7 @@ def parse(launch: LaunchPlan, execution: Execution) -> Parsed:
         text, source = launch.output.read_text(errors="replace"), str(launch.output)
     elif execution.stdout_cut and execution.stdout_file is not None:
         try:
-            return Parsed(parse_file(execution.stdout_file))
+            return Parsed(parse_file(execution.stdout_file, errors="replace"))  # as the kept text is decoded
         except ParseError as error:
             return Parsed([], str(error))
     else:

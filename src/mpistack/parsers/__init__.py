@@ -50,14 +50,15 @@ def parse_text(text: str, source: str = "<text>") -> list[ParsedRun]:
     return check_runs(_detect(text, source).plugin(text, source), source)
 
 
-def _decoded_lines(handle: IO[bytes], source: str) -> Iterator[str]:
+def _decoded_lines(handle: IO[bytes], source: str, errors: str = "strict") -> Iterator[str]:
     """The lines of a binary stream as text, each decoded on its own so that a byte that is not UTF-8 is a
-    ParseError naming its line; a byte order mark at the start is dropped."""
+    ParseError naming its line (`errors="replace"`: a replacement character); a byte order mark at the start is
+    dropped."""
     for count, data in enumerate(handle, start=1):
         if count == 1:
             data = data.removeprefix(codecs.BOM_UTF8)
         try:
-            yield data.decode("utf-8")
+            yield data.decode("utf-8", errors)
         except UnicodeDecodeError:
             raise ParseError(source, count, "not UTF-8 text: expected OSU benchmark output") from None
 
@@ -66,27 +67,30 @@ def _not_utf8(data: bytes, error: UnicodeDecodeError, source: str) -> ParseError
     return ParseError(source, data[: error.start].count(b"\n") + 1, "not UTF-8 text: expected OSU benchmark output")
 
 
-def parse_bytes(data: bytes, source: str) -> list[ParsedRun]:
-    """The runs in a file's bytes already read (a small file: ingest hashes and parses one read)."""
+def parse_bytes(data: bytes, source: str, errors: str = "strict") -> list[ParsedRun]:
+    """The runs in a file's bytes already read (a small file: ingest hashes and parses one read). `errors`: how
+    bytes that are not UTF-8 are decoded ("strict": a ParseError; "replace" for a launched program's own output,
+    where a library's stray byte must not lose the benchmark's rows)."""
     if not data.strip():
         raise ParseError(source, 0, "empty file: expected OSU benchmark output")
     if b"\x00" in data[:_BINARY_PROBE]:
         raise ParseError(source, 0, "binary file: expected OSU benchmark output as text")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8", errors)
     except UnicodeDecodeError as error:
         raise _not_utf8(data, error, source) from None
     return parse_text(text, source)
 
 
-def parse_file(path: str | Path) -> list[ParsedRun]:
+def parse_file(path: str | Path, errors: str = "strict") -> list[ParsedRun]:
+    """The runs in a file, a large one read as a stream (`errors`: see parse_bytes)."""
     path = Path(path)
     source = str(path)
     try:
         with path.open("rb") as handle:
             head = handle.read(HEAD_BYTES)
             if len(head) < HEAD_BYTES or not handle.peek(1):
-                return parse_bytes(head, source)  # the whole file
+                return parse_bytes(head, source, errors)  # the whole file
             if b"\x00" in head[:_BINARY_PROBE]:
                 raise ParseError(source, 0, "binary file: expected OSU benchmark output as text")
             # a large file: detect from its head (cut at a character boundary), then read it as the format needs
@@ -94,10 +98,10 @@ def parse_file(path: str | Path) -> list[ParsedRun]:
             entry = _detect(head_text, source)
             handle.seek(0)
             if "lines" in entry.capabilities:
-                return check_runs(entry.lines(_decoded_lines(handle, source), source), source)
+                return check_runs(entry.lines(_decoded_lines(handle, source, errors), source), source)
             data = handle.read()
             try:
-                text = data.decode("utf-8")
+                text = data.decode("utf-8", errors)
             except UnicodeDecodeError as error:
                 raise _not_utf8(data, error, source) from None
             del data  # one copy of the file at a time
