@@ -78,6 +78,17 @@ def test_a_missing_stacks_directory_says_where_it_was_named(tmp_path, monkeypatc
     monkeypatch.setenv("MPISTACK_STACKS", str(tmp_path / "nowhere"))
     with pytest.raises(StackError, match=r"nowhere .*from \$MPISTACK_STACKS.*not a directory"):
         catalogue.stack_files()
+    # the command line says the same: the variable is the catalogue's to read, not the --stacks option's
+    result = CliRunner().invoke(app, ["stack", "list"], env={"MPISTACK_STACKS": str(tmp_path / "nowhere")})
+    assert "from $MPISTACK_STACKS" in result.output and "from --stacks" not in result.output
+
+
+def test_the_stacks_variable_may_name_a_directory_under_home(tmp_path, monkeypatch):
+    stacks_dir(tmp_path, {"my-mpich.toml": MINE})
+    monkeypatch.setenv("HOME", str(tmp_path))
+    result = CliRunner().invoke(app, ["stack", "list", "-f", "json"], env={"MPISTACK_STACKS": "~/stacks"})
+    assert result.exit_code == 0, result.output
+    assert "my-mpich" in result.output
 
 
 def test_stack_list_marks_own_stacks_and_says_which_images_are_built(tmp_path):

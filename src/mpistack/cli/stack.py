@@ -52,9 +52,9 @@ def _print_findings(findings: list, verbose: bool = False, console=err) -> None:
 @stack_app.callback()
 def stack_options(
     stacks: Annotated[Optional[Path], typer.Option(
-        "--stacks", metavar="DIR", envvar="MPISTACK_STACKS", file_okay=False,
-        help="Your own stack files (NAME.toml), listed and used beside the shipped ones \\[default: the stacks_dir "
-             "key of ~/.config/mpistack/config.toml]")] = None,
+        "--stacks", metavar="DIR", file_okay=False,
+        help="Your own stack files (NAME.toml), listed and used beside the shipped ones \\[default: $MPISTACK_STACKS, "
+             "else the stacks_dir key of ~/.config/mpistack/config.toml]")] = None,
 ) -> None:
     from ..spec import catalogue
 
