@@ -101,3 +101,15 @@ def test_whole_catalogue_renders_fast():
     for stack in catalogue.all_stacks():
         render(stack, allow_unpinned=True)
     assert time.perf_counter() - start < 5  # goal < 1 s; generous bound for a loaded CI machine
+
+
+def test_an_unpinned_recipe_is_its_own_error_and_the_command_offers_the_review_render():
+    from typer.testing import CliRunner
+
+    from mpistack.cli import app
+    from mpistack.recipes import UnpinnedRecipe
+
+    with pytest.raises(UnpinnedRecipe):
+        cf("lumi-cxi-ofi1220-mpich423")
+    result = CliRunner().invoke(app, ["stack", "render", "lumi-cxi-ofi1220-mpich423"])
+    assert result.exit_code == 2 and "use --allow-unpinned to render for review" in result.output

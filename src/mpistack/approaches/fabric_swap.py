@@ -27,13 +27,12 @@ from .hybrid import per_rank_launch
 
 MOUNT_DIR = "/opt/mpistack/host-fabric"
 SWAP_RULES = ("libfabric-swap-symbol-versions",)
-UCX_DEVICES = ("ch4:ucx", "ucx")
 
 
 def ucx_mismatch(name: str, spec: Stack) -> str | None:
     """Why fabric-swap cannot serve the stack by its stack file alone, before any image is read, or None: a UCX
     build never loads libfabric. The doctor's plan rules ask this too."""
-    if spec.mpi.device not in UCX_DEVICES:
+    if spec.mpi.netmod != "ucx":
         return None
     return (f"{name}'s MPI ({spec.mpi.impl} {spec.mpi.device}) carries its messages over UCX, not libfabric, so "
             "swapping libfabric changes nothing")

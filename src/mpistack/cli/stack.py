@@ -151,7 +151,7 @@ def render_command(
     """Render a stack: Containerfile on stdout (or --apptainer/--edf/--env/--binds/--srun), or everything to
     --out."""
     from .. import runtime
-    from ..recipes import RecipeError, render
+    from ..recipes import RecipeError, UnpinnedRecipe, render
 
     s = _load(name)
     try:
@@ -187,7 +187,7 @@ def render_command(
         recipe = render(s, allow_unpinned=allow_unpinned)
     except RecipeError as error:
         err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
-        if "sha256" in str(error):
+        if isinstance(error, UnpinnedRecipe):
             err.print("(use --allow-unpinned to render for review; such a recipe fails when built)")
         raise typer.Exit(2) from None
     if output:

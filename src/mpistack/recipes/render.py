@@ -25,6 +25,10 @@ class RecipeError(ValueError):
     """A stack that cannot be turned into a recipe (unpinned version, missing sources)."""
 
 
+class UnpinnedRecipe(RecipeError):
+    """A recipe refused because components have no pinned sha256 (rendered anyway with allow_unpinned)."""
+
+
 @dataclass
 class Recipe:
     stack: Stack
@@ -90,7 +94,7 @@ def _render(stack: Stack, versions_path: Path | None, *, allow_unpinned: bool, s
                 steps.append(Step(block.name, f"{block.name}: UNPINNED, this step fails the build",
                                   commands=[f"echo {shell(message)} >&2", "exit 1"]))
     if errors and not allow_unpinned:
-        raise RecipeError("\n".join(errors))
+        raise UnpinnedRecipe("\n".join(errors))
     common = BUILD_BASE if stack.mode == "source" else DISTRO_BASE
     common_packages = _unique([*common, *stack.base.packages])
     extra_packages = [p for p in _unique(p for s in steps for p in s.build_packages) if p not in common_packages]
