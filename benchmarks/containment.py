@@ -19,9 +19,9 @@ import time
 
 from scipy.stats import mannwhitneyu
 
-from mpistack.cache import cache_dir
+from mpistack.images.host_bench import host_bench_path
 from mpistack.launchers.base import LaunchPlan
-from mpistack.launchers.local import LocalLauncher
+from mpistack.launchers.local import HOST_LAUNCHERS, LocalLauncher
 from mpistack.parsers.osu_text import parse_osu_text
 
 
@@ -30,10 +30,11 @@ def main() -> None:
     parser.add_argument("--launches", type=int, default=10)
     parser.add_argument("--iterations", type=int, default=2000)
     options = parser.parse_args()
-    bench = cache_dir() / "bench" / "build-mpich" / "mpistack-bench"
+    bench = host_bench_path("mpich")
     if not bench.exists():
         raise SystemExit(f"{bench} is missing: `make bench-build` (or a campaign's prepare stage) builds it")
-    plan = LaunchPlan(argv=["mpiexec.mpich", "-n", "2", str(bench), "latency", "-m", "1:1024", "-i",
+    mpiexec = HOST_LAUNCHERS["mpich"]
+    plan = LaunchPlan(argv=[mpiexec, "-n", "2", str(bench), "latency", "-m", "1:1024", "-i",
                             str(options.iterations), "-x", "100"], env={"UCX_TLS": "self,sm"}, output=None)
     samples: dict[str, list[tuple[float, float, float]]] = {"cgroup": [], "environment": []}
     order = [mode for _ in range(options.launches) for mode in samples]
@@ -50,7 +51,7 @@ def main() -> None:
         print(f"{mode:<12} {one:>9.2f} {kib:>10.2f} {wall:>10.2f}")
     p_values = [mannwhitneyu(a, b).pvalue for a, b in zip(zip(*samples["cgroup"]), zip(*samples["environment"]))]
     print(f"{'p (M-W)':<12} {p_values[0]:>9.3f} {p_values[1]:>10.3f} {p_values[2]:>10.3f}")
-    hang = LaunchPlan(argv=["mpiexec.mpich", "-n", "2", "sh", "-c", "setsid sleep 1000 & sleep 1000"], env={},
+    hang = LaunchPlan(argv=[mpiexec, "-n", "2", "sh", "-c", "setsid sleep 1000 & sleep 1000"], env={},
                       output=None)
     for mode in samples:
         ends = []

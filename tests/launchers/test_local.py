@@ -157,9 +157,8 @@ def test_a_job_ends_a_process_that_ignores_sigterm_after_the_grace():
     job = Job.create("test")
     try:
         marker = new_marker()
-        process = subprocess.Popen(["sh", "-c", "trap '' TERM; setsid sh -c \"trap '' TERM; sleep 1000\" & wait"],
-                                   env={**os.environ, **job.environment(), "MPISTACK_TEST_MARKER": marker},
-                                   preexec_fn=job.preexec(), start_new_session=True)
+        process = job.start(["sh", "-c", "trap '' TERM; setsid sh -c \"trap '' TERM; sleep 1000\" & wait"],
+                            {**os.environ, "MPISTACK_TEST_MARKER": marker})
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and len(processes_with(marker)) < 3:
             time.sleep(0.05)

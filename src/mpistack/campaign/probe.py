@@ -87,11 +87,10 @@ def evidence(mpi: str, launch: LaunchPlan, execution: Execution) -> dict[str, st
     found = parse_transport(f"{execution.stdout}\n{execution.stderr}", mpi)
     if execution.timed_out:
         # a library that hangs in MPI_Finalize has already said what it used: keep that, and say it hung
-        hung = f"probe failed: no answer within {PROBE_TIMEOUT:g} s"
+        hung = failed(mpi, f"no answer within {PROBE_TIMEOUT:g} s")
         if set(found) <= {"mpi"}:
-            return failed(mpi, f"no answer within {PROBE_TIMEOUT:g} s")
-        return {"probe": describe(mpi), **found, "note": (f"{found['note']}; {hung}" if found.get("note")
-                                                          else hung)[:300]}
+            return hung
+        return {**hung, **found, "note": "; ".join(filter(None, [found.get("note"), hung["note"]]))[:300]}
     if execution.exit_code != 0:
         return failed(mpi, f"exit status {execution.exit_code}: {first_error_line(execution)}")
     if set(found) <= {"mpi"}:
