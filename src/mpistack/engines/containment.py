@@ -29,18 +29,20 @@ JOB_VARIABLE = "MPISTACK_JOB"
 _numbers = itertools.count()
 
 
-def _cgroup2_mount() -> Path | None:
-    """Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified in the hybrid
-    layout)."""
+def _cgroup_mounts(kinds: tuple[str, ...] = ("cgroup", "cgroup2")) -> list[Path]:
+    """Where the cgroup hierarchies of these kinds are mounted (v1 `cgroup`, v2 `cgroup2`), from mountinfo."""
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
-        return None
-    for line in lines:
-        mine, _, theirs = line.partition(" - ")
-        if theirs.split(" ", 1)[0] == "cgroup2":
-            return Path(mine.split()[4])
-    return None
+        return []
+    return [Path(mine.split()[4]) for mine, _, theirs in (line.partition(" - ") for line in lines)
+            if theirs.split(" ", 1)[0] in kinds]
+
+
+def _cgroup2_mount() -> Path | None:
+    """Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified in the hybrid
+    layout)."""
+    return next(iter(_cgroup_mounts(("cgroup2",))), None)
 
 
 def _own_cgroup2() -> str | None:
@@ -62,16 +64,6 @@ def cgroup_parent() -> tuple[Path | None, str]:
     if not (os.access(parent, os.W_OK) and os.access(parent / "cgroup.procs", os.W_OK)):
         return None, f"cgroup v2 {parent} is not writable by this user (no delegated subtree)"
     return parent, ""
-
-
-def _cgroup_mounts() -> list[Path]:
-    """Every cgroup hierarchy (v1 and v2): runc makes an image build's step cgroups in each of them."""
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return []
-    return [Path(mine.split()[4]) for mine, _, theirs in (line.partition(" - ") for line in lines)
-            if theirs.split(" ", 1)[0] in ("cgroup", "cgroup2")]
 
 
 def _environ_has(pid: str, needle: bytes) -> bool:

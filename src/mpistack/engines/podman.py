@@ -91,7 +91,8 @@ class PodmanEngine(Engine):
             return []
         store = self._run(["info", "--format", "{{.Store.GraphRoot}} {{.Store.GraphDriverName}}"], check=False)
         root, _, driver = store.stdout.strip().partition(" ")
-        steps = f"{job.cgroup_path()}/steps" if job.cgroup_path() else None
+        path = job.cgroup_path()
+        steps = f"{path}/steps" if path else None
         leftovers = []
         for container in containers:
             if container.get("State") != "storage" or container.get("Created", 0) < since - 1:
