@@ -26,7 +26,7 @@ def build_stack(stack: str | Stack, engine_name: str = "podman", *, log: Path | 
         bad = compat.errors(compat.check(spec))
         if bad:
             raise RecipeError("\n".join(f"{finding.rule}: {finding.message}" for finding in bad))
-    recipe = render(spec)
+    recipe = render(spec)  # first, so that an unpinned stack is refused before a base image is made
     engine = get_engine(engine_name)
     if spec.base.make and make_base and not engine.image_exists(spec.base.image):
         make_base_image(engine, spec.base.make)
