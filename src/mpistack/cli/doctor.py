@@ -61,7 +61,8 @@ def doctor(
         from ..engines import EngineError
 
         try:
-            facts = probe_image(image, ranks=ranks, launcher=launcher, env=settings, shm_size=shm_size)
+            facts = probe_image(image, ranks=ranks, launcher=launcher, env=settings,
+                                **({"shm_size": shm_size} if shm_size else {}))
         except EngineError as error:
             fail(f"--image {image}: {error}")
         looked_at.append(facts.where)

@@ -388,9 +388,14 @@ def _pypi_cxi(stack: Stack, ctx: Target) -> str | None:
       "run with any MPI-5-ABI implementation.",
       "MPICH 5.0 release notes; mpich 5.0.x wheels on PyPI")
 def _abi(stack: Stack, ctx: Target) -> str | None:
-    if stack.mpi.impl == "mpich" and V(stack.mpi.version) >= (5,):
+    if ships_standard_abi(stack):
         return "MPICH >= 5 also provides libmpi_abi.so (MPI-5 standard ABI)"
     return None
+
+
+def ships_standard_abi(stack: Stack) -> bool:
+    """Whether the stack's MPI also provides libmpi_abi.so, the MPI-5 standard ABI (MPICH from 5.0)."""
+    return stack.mpi.impl == "mpich" and V(stack.mpi.version) >= (5,)
 
 
 # -- pinned sources ---------------------------------------------------------------------------------

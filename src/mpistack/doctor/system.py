@@ -205,7 +205,7 @@ def probe_host(mpi: str, *, ranks: int = 2, launcher: str | None = None, bench: 
 
 
 def probe_image(image: str, *, engine=None, ranks: int = 2, launcher: str | None = None,
-                env: dict[str, str] | None = None, shm_size: str | None = None) -> SystemFacts:
+                env: dict[str, str] | None = None, shm_size: str = SHM_SIZE) -> SystemFacts:
     """Run the script inside ``image`` with the engine, confined as a campaign's container case (podman's
     default confinement, mpistack's /dev/shm size unless ``shm_size`` says otherwise)."""
     from ..engines.podman import PodmanEngine
@@ -217,5 +217,5 @@ def probe_image(image: str, *, engine=None, ranks: int = 2, launcher: str | None
     facts = SystemFacts(where=f"image {image}", in_container=True, mpi=mpi, launcher=launcher, ranks=ranks)
     script = probe_script(launch_argv(launcher, ranks), "mpistack-bench")
     run = engine.run(ContainerRun(image=image, argv=["sh", "-c", script], env={**root_env(), **(env or {})},
-                                  shm_size=shm_size or SHM_SIZE), timeout=PROBE_TIMEOUT + 60)
+                                  shm_size=shm_size), timeout=PROBE_TIMEOUT + 60)
     return parse_report(run.stdout + run.stderr, facts)

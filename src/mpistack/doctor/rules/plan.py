@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ...approaches.bind import SONAMES, Bind, abi_mismatch
 from ...approaches.fabric_swap import ucx_mismatch
-from ...compat import check
+from ...compat import ships_standard_abi
 from ...runtime import SRUN_MPI, presets
 from ...spec.stack import Stack
 from ..model import rule
@@ -30,12 +30,6 @@ class PlanSubject:
         return f"{self.stack.name} {self.approach}"
 
 
-def _ships_standard_abi(stack: Stack) -> bool:
-    """Whether the stack's MPI also provides libmpi_abi.so (the MPI-5 standard ABI), as the compatibility rules
-    say."""
-    return any(finding.rule == "mpich-abi" for finding in check(stack))
-
-
 @rule("bind-abi", "plan", "Sarus 'ABI compatibility' (https://sarus.readthedocs.io/en/stable/user/abi_compatibility.html); "
       "Open MPI 'ABI compatibility' (https://docs.open-mpi.org/en/v5.0.1/building-apps/abi-compatibility.html); "
       "MPI_Abi_get_version(3) (https://docs.open-mpi.org/en/main/man-openmpi/man3/MPI_Abi_get_version.3.html)",
@@ -50,7 +44,7 @@ def bind_abi(rule, plan: PlanSubject):
                 "host_library": plan.host_library or "not found"}
     mismatch = abi_mismatch(image_mpi, host_mpi)
     if mismatch:
-        standard = _ships_standard_abi(plan.stack)
+        standard = ships_standard_abi(plan.stack)
         yield rule.finding(
             "problem", f"bind refused: {image_mpi} image, {host_mpi} host", mismatch[0].upper() + mismatch[1:] + ".",
             "Use the hybrid approach (the image's own MPI) or fabric-swap (the image's MPI with the host's "
