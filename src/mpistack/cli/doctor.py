@@ -93,7 +93,7 @@ def doctor(
 
 def _stored(run_id, campaign, db):
     """Findings on stored runs, what was looked at, and per configuration the transport its runs recorded."""
-    from ..doctor import configuration_transports, diagnose_runs
+    from ..doctor import examine_runs
     from ..store.campaigns import campaign_name, latest_campaign
     from ..store.query import Where, run_record
 
@@ -102,12 +102,14 @@ def _stored(run_id, campaign, db):
         if run_record(store, run_id) is None:
             fail(f"no run #{run_id} in {db_name(db)}")
         filters = [Where("run", "=", run_id)]
-        return diagnose_runs(store, filters), [f"run {run_id}"], configuration_transports(store, filters)
+        findings, transports = examine_runs(store, filters)
+        return findings, [f"run {run_id}"], transports
     number = int(campaign) if campaign.isdigit() else latest_campaign(store, campaign)
     if number is None or campaign_name(store, number) is None:
         fail(f"no campaign {campaign!r} in {db_name(db)}")
     filters = [Where("campaign", "=", number)]
-    return diagnose_runs(store, filters), [f"campaign #{number}"], configuration_transports(store, filters)
+    findings, transports = examine_runs(store, filters)
+    return findings, [f"campaign #{number}"], transports
 
 
 def _plan(stack_name, approach, ranks, host_mpi, env):
@@ -174,10 +176,9 @@ def _print_by_configuration(findings, looked_at, transports) -> None:
             out.print(Text(_configuration(cell), style="bold"), highlight=False)
             for confinement, transport in (transports.get(cell) or {"not recorded": {}}).items():
                 _indented(transport_line(transport, confinement), "cyan", by=2)
-        merged: dict = {}
-        for finding in mine:
-            merged.setdefault((finding.rule, finding.verdict, finding.title), []).append(finding)
-        for group in merged.values():
+        from ..doctor import by_cause
+
+        for group in by_cause(mine).values():
             subjects = [f.subject for f in group if f.subject]
             _print_finding(group[0], f"in {_runs(subjects)}" if subjects else "")
     _print_counts(findings)

@@ -3,8 +3,8 @@ what they look at (host, image, runs, performance, plan); each returns findings 
 fix, its public source and the evidence that triggered it.
 
     diagnose_runs(engine, filters)   -> findings on stored runs and their results
-    cell_findings(engine, filters)   -> the same, as plain data per compatibility-matrix cell (for the report)
-    configuration_transports(...)    -> per configuration (matrix cell), the transport its runs recorded
+    examine_runs(engine, filters)    -> the same, and per configuration (matrix cell) the transport its runs recorded
+    cell_findings(engine, filters)   -> the findings as plain data per compatibility-matrix cell (for the report)
 """
 
 from __future__ import annotations
@@ -14,28 +14,33 @@ from collections import defaultdict
 from .model import GROUPS, VERDICTS, Finding, diagnose, exit_status, rules_of, to_json
 
 __all__ = ["GROUPS", "VERDICTS", "Finding", "cell_findings", "configuration_transports", "diagnose", "diagnose_runs",
+           "examine_runs",
            "exit_status", "rules_of", "to_json"]
 
 
 def diagnose_runs(engine, filters, settings=None) -> list[Finding]:
     """The runs rules on every matching run, then the performance rules on their analysis."""
+    return examine_runs(engine, filters, settings)[0]
+
+
+def examine_runs(engine, filters, settings=None) -> tuple[list[Finding], dict]:
+    """`diagnose_runs`'s findings, and `configuration_transports` of the same runs (read from the store once)."""
     from ..analysis.answers import Settings
     from .evidence import load
 
     runs, performance = load(engine, filters, settings or Settings())
     found = [finding for run in runs for finding in diagnose("runs", run)]
-    return found + diagnose("performance", performance)
+    return found + diagnose("performance", performance), configuration_transports(runs)
 
 
-def configuration_transports(engine, filters) -> dict[tuple[str, str, str, str], dict[str, dict]]:
+def configuration_transports(runs: list[dict]) -> dict[tuple[str, str, str, str], dict[str, dict]]:
     """Per configuration, as ``Finding.cell`` names it, and per confinement its containers ran under (a cell may
-    hold two: podman's default and single-copy rights), the transport its runs recorded: the first run's that
-    recorded one (a probe runs once per configuration), else ``{}``."""
-    from ..store.query import run_diagnostics
+    hold two: podman's default and single-copy rights), the transport its runs (``run_diagnostics``) recorded:
+    the first run's that recorded one (a probe runs once per configuration), else ``{}``."""
     from .rules.runs import confinement_of, run_cell
 
     found: dict = {}
-    for run in run_diagnostics(engine, filters):
+    for run in runs:
         mine = found.setdefault(run_cell(run), {})
         confinement = confinement_of(run)
         if not mine.get(confinement):
@@ -43,19 +48,24 @@ def configuration_transports(engine, filters) -> dict[tuple[str, str, str, str],
     return found
 
 
+def by_cause(findings: list[Finding]) -> dict[tuple, list[Finding]]:
+    """The findings grouped by cause (configuration, rule, verdict, title), in order: one line per cause, not
+    one per launch."""
+    groups: dict[tuple, list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault((finding.cell, finding.rule, finding.verdict, finding.title), []).append(finding)
+    return groups
+
+
 def cell_findings(engine, filters, settings=None) -> dict:
     """Findings that are not ``ok``, as plain dicts, keyed like the compatibility matrix's cells:
     ``((scope, stack), (approach, variant))``; the report shows them under its (Y) and N cells."""
     cells: dict = defaultdict(list)
-    seen = set()
-    for finding in diagnose_runs(engine, filters, settings):
-        if finding.verdict == "ok" or finding.cell is None:
+    for (cell, _, verdict, _), (finding, *_) in by_cause(diagnose_runs(engine, filters, settings)).items():
+        if verdict == "ok" or cell is None:
             continue
-        scope, stack, approach, variant = finding.cell
-        key = ((scope, stack), (approach, variant))
-        if (key, finding.rule, finding.title) in seen:  # one line per cause, not one per launch
-            continue
-        seen.add((key, finding.rule, finding.title))
-        cells[key].append({"title": finding.title, "verdict": finding.verdict, "rule": finding.rule,
-                           "source": finding.source, "evidence": finding.to_dict()["evidence"]})
+        scope, stack, approach, variant = cell
+        cells[((scope, stack), (approach, variant))].append(
+            {"title": finding.title, "verdict": finding.verdict, "rule": finding.rule, "source": finding.source,
+             "evidence": finding.to_dict()["evidence"]})
     return dict(cells)
