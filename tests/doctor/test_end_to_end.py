@@ -10,11 +10,12 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 
 import pytest
 
-MPISTACK = [sys.executable, "-m", "mpistack.cli"]
+from tests.helpers import MPISTACK
+from tests.helpers import mpistack as run_mpistack
+
 pytestmark = pytest.mark.skipif(shutil.which("mpiexec.mpich") is None, reason="Debian's mpich not installed")
 
 CAMPAIGN = """name = "doctor-e2e"
@@ -34,7 +35,7 @@ approaches = ["native"]
 
 
 def mpistack(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([*MPISTACK, *map(str, args)], capture_output=True, text=True, timeout=600)
+    return run_mpistack(*args, check=None, timeout=600)
 
 
 def transports(db) -> dict[str, dict]:

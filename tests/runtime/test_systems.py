@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,13 +16,13 @@ from mpistack.registry import APPROACHES
 from mpistack.runtime import systems
 from mpistack.spec import catalogue
 from mpistack.spec.campaign import load_campaign_text
+from tests.helpers import mpistack as run_mpistack
 
 CENTRE_PATHS = ("/opt/cray", "libpals", "libcxi", "/usr/lib64", "1.15.2")
 
 
 def mpistack(*args):
-    return subprocess.run([sys.executable, "-m", "mpistack.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=120)
+    return run_mpistack(*args, check=None, timeout=120)
 
 
 @pytest.mark.parametrize("name", ["local", "lumi", "alps"])
