@@ -91,6 +91,25 @@ def test_the_stacks_variable_may_name_a_directory_under_home(tmp_path, monkeypat
     assert "my-mpich" in result.output
 
 
+def test_stack_list_as_json_gives_data_not_display_strings(tmp_path):
+    import json
+
+    directory = stacks_dir(tmp_path, {"my-mpich.toml": MINE, "broken.toml": "name = 3\n"})
+    result = CliRunner().invoke(app, ["stack", "--stacks", str(directory), "list", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    records = {record["name"]: record for record in json.loads(result.stdout)}
+    mine = records["my-mpich"]
+    assert mine["own"] is True and mine["problem"] is None and mine["built"] in (True, False, None)
+    assert (mine["mpi"], mine["mpi_version"], mine["device"]) == ("mpich", "4.0.2", "ch4:ucx")
+    assert mine["gpu"] is None and mine["libfabric"] is None and mine["channel"] == "apt"
+    assert mine["image"].endswith(":" + mine["image_tag"])
+    assert records["broken"]["own"] is True and "broken.toml" in records["broken"]["file"]
+    assert records["broken"]["problem"]  # why it cannot be used, as the table's problem column says
+    shipped = [record for record in records.values() if not record["own"]]
+    assert len(shipped) == len(list(catalogue.CATALOGUE.glob("*.toml")))
+    assert all(isinstance(record["built"], (bool, type(None))) for record in records.values())
+
+
 def test_stack_list_marks_own_stacks_and_says_which_images_are_built(tmp_path):
     directory = stacks_dir(tmp_path, {"my-mpich.toml": MINE})
     result = CliRunner().invoke(app, ["stack", "--stacks", str(directory), "list"], env={"COLUMNS": "200"})

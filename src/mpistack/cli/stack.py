@@ -79,14 +79,15 @@ def list_command(
     except StackError as error:
         err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    rows, images = [], {}
+    rows, records, images = [], [], {}
     for path in files:
         origin = "" if catalogue.shipped(path) else "own"
         try:
             s = catalogue.load(str(path))
         except StackError as error:
-            rows.append({"name": path.stem, "image tag": "invalid", "from": origin,
-                         "problem": "; ".join(str(error).splitlines())})  # one line: piped rows are lines
+            problem = "; ".join(str(error).splitlines())  # one line: piped rows are lines
+            rows.append({"name": path.stem, "image tag": "invalid", "from": origin, "problem": problem})
+            records.append({"name": path.stem, "file": str(path), "own": bool(origin), "problem": problem})
             continue
         transport = s.mpi.device + (f" ofi {s.libfabric.version}" if s.libfabric else "")
         gpu = f"{s.gpu.kind} {s.gpu.version or ''}".strip() if s.gpu.kind != "none" else "-"
@@ -94,15 +95,24 @@ def list_command(
         images[s.name] = s.image_ref()
         rows.append({"name": s.name, "image tag": s.version_tag(), "mpi": f"{s.mpi.impl} {s.mpi.version}",
                      "transport": transport, "gpu": gpu, "mode": mode, "from": origin})
+        # JSON gets the data itself, not its display strings
+        records.append({"name": s.name, "file": str(path), "own": bool(origin), "problem": None,
+                        "image": s.image_ref(), "image_tag": s.version_tag(), "mpi": s.mpi.impl,
+                        "mpi_version": s.mpi.version, "device": s.mpi.device,
+                        "libfabric": s.libfabric.version if s.libfabric else None,
+                        "gpu": None if s.gpu.kind == "none" else {"kind": s.gpu.kind, "version": s.gpu.version},
+                        "mode": s.mode, "channel": None if s.mode == "source" else s.mpi.channel})
     try:
         container_engine = get_engine(engine)
         built = container_engine.existing_images(sorted(images.values()))  # one inspect for all
     except (EngineError, KeyError, ValueError) as error:
         err.print(f"[yellow]note:[/yellow] cannot tell which images are built: {escape(str(error))}", highlight=False)
         container_engine, built = None, set()
-    for row in rows:
-        row["built"] = "yes" if images.get(row["name"]) in built else ("?" if container_engine is None else "no")
-    print_listing(STACKS_LAYOUT, output_format, rows, rows, STACK_COLUMNS, columns_option=columns, wide=wide,
+    for row, record in zip(rows, records):
+        here = None if container_engine is None else images.get(row["name"]) in built
+        row["built"] = "?" if here is None else ("yes" if here else "no")
+        record["built"] = here
+    print_listing(STACKS_LAYOUT, output_format, records, rows, STACK_COLUMNS, columns_option=columns, wide=wide,
                   title=f"{len(rows)} stacks, {len(built)} built here ({engine})")
 
 
