@@ -95,4 +95,6 @@ def test_references_load_and_db_version(db, monkeypatch):
     rows = json.loads(mpistack("results", "-w", "source_label=opensource", "-w", "benchmark=bw",
                                "-w", "size=4194304", "-w", "buffers=D-D", "-f", "json").stdout)
     assert [row["value"] for row in rows] == [23914.85]  # LUMI pipeline document, Opensource, Device to Device
+    (row,) = rows  # tags once, under "tags": not again beside the fields
+    assert row["tags"]["source_label"] == "opensource" and "source_label" not in row
     assert mpistack("db", "version").stdout.strip() == "0003"

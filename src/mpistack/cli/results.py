@@ -55,8 +55,11 @@ def results(
     if stats:  # asked for: shown after the value
         layout = replace(layout, priority=(*layout.priority[:5], *STAT_FIELDS, *layout.priority[5:]))
     every_column = wide or fitting_width(sys.stdout) is None  # (piped without COLUMNS: listing.py)
-    print_listing(layout, output_format, rows, transport_lines(rows, output_format, columns, every_column), every,
-                  columns_option=columns, wide=wide, total=total)
+    # JSON keeps the tags in "tags" alone; tables and CSV have a column per tag
+    records = [{key: value for key, value in row.items() if key in OUTPUT_FIELDS or key not in row["tags"]}
+               for row in rows] if output_format is OutputFormat.json else rows
+    print_listing(layout, output_format, records, transport_lines(rows, output_format, columns, every_column),
+                  every, columns_option=columns, wide=wide, total=total)
 
 
 def transport_lines(rows: list[dict], output_format: OutputFormat, columns: str | None, wide: bool) -> list[dict]:
