@@ -140,10 +140,15 @@ def _plan(stack_name, approach, ranks, host_mpi, env):
 
 
 def _indented(text: str, style: str = "", by: int = 9) -> None:
-    from rich.padding import Padding
+    """Text wrapped between words under an indent; a word wider than the line (a URL) is left whole, so that it
+    can still be copied."""
+    import textwrap
+
     from rich.text import Text
 
-    out.print(Padding(Text(text, style=style), (0, 0, 0, by)), highlight=False)
+    lines = textwrap.fill(text, max(out.width, by + 20), initial_indent=" " * by, subsequent_indent=" " * by,
+                          break_long_words=False, break_on_hyphens=False)
+    out.print(Text(lines, style=style), highlight=False, soft_wrap=True)
 
 
 def transport_line(transport: dict, confinement: str) -> str:
