@@ -6,6 +6,8 @@ providers rule on fi_info's real output."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 import pytest
@@ -188,6 +190,25 @@ def test_fabric_swap_of_a_ucx_stack_is_refused_with_the_runs_own_reason():
     # an MPI over libfabric is left to the symbol-version check after the build; other approaches are not asked
     assert by_rule(diagnose("plan", plan("pip-mpich", "fabric-swap")))["plan-fabric-swap"].verdict == "ok"
     assert "plan-fabric-swap" not in by_rule(diagnose("plan", plan("debian-mpich", "hybrid")))
+
+
+def test_fabric_swap_on_a_host_without_libfabric_is_refused_with_the_runs_own_reason():
+    found = by_rule(diagnose("plan", plan("pip-mpich", "fabric-swap", host_libfabric=None)))["plan-fabric-swap"]
+    assert found.verdict == "problem" and found.title == "fabric-swap refused: no libfabric on this host"
+    assert "libfabric1" in found.fix
+    # the run says the same of the same case, on a host whose libfabric is not found
+    campaign = load_campaign_text('name = "swap"\napproaches = ["fabric-swap"]\nbenchmarks = ["latency"]\n'
+                                  '[[stack]]\nname = "pip-mpich"\n')
+    [case] = expand(campaign)
+    resources = Resources(engine=PodmanEngine(), workdir=Path("/scratch/swap"))
+    resources.host = dataclasses.replace(resources.host, libfabric=None)
+    with pytest.raises(Refused) as refused:
+        plan_case(case, resources, None, [], "swap")
+    assert str(refused.value).lower() == found.meaning.removesuffix(".").lower()
+    # with the host's own libfabric (Debian's libfabric1, which the test machine has) the plan is left to the
+    # symbol-version check, and the finding names the file
+    here = by_rule(diagnose("plan", plan("pip-mpich", "fabric-swap")))["plan-fabric-swap"]
+    assert here.verdict == "ok" and "libfabric.so.1" in here.evidence["host_libfabric"]
 
 
 #: `fi_info -l` of Debian 12's libfabric 1.17 on a machine without a fabric adapter

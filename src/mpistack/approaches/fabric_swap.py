@@ -27,6 +27,9 @@ from .hybrid import per_rank_launch
 
 MOUNT_DIR = "/opt/mpistack/host-fabric"
 SWAP_RULES = ("libfabric-swap-symbol-versions",)
+# why a host without a readable libfabric cannot swap (the doctor's plan rules say it in the same words)
+NO_HOST_LIBFABRIC = ("the host has no libfabric.so.1 to swap in (ldconfig finds none; Debian: libfabric1), or "
+                     "readelf (binutils) is missing to read it")
 
 
 def ucx_mismatch(name: str, spec: Stack) -> str | None:
@@ -46,8 +49,7 @@ def swap_facts(case, resources) -> compat.LibfabricSwap:
         raise Refused(f"fabric-swap refused: {mismatch}")
     host = resources.host.libfabric
     if host is None:
-        raise Refused("the host has no libfabric.so.1 to swap in (ldconfig finds none; Debian: libfabric1), or "
-                      "readelf (binutils) is missing to read it")
+        raise Refused(NO_HOST_LIBFABRIC)
     image = resources.image_fabric.get(case.stack.name)
     if image is None:
         raise Undecided("fabric-swap: compatibility checked after the image is built: the libfabric facts of "

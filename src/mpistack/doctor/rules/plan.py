@@ -8,7 +8,8 @@ import os
 from dataclasses import dataclass, field
 
 from ...approaches.bind import SONAMES, Bind, abi_mismatch
-from ...approaches.fabric_swap import ucx_mismatch
+from ...approaches.fabric_facts import HostLibfabric, probe_host_libfabric
+from ...approaches.fabric_swap import NO_HOST_LIBFABRIC, ucx_mismatch
 from ...compat import ships_standard_abi
 from ...runtime import SRUN_MPI, presets
 from ...spec.stack import Stack
@@ -21,6 +22,7 @@ class PlanSubject:
     ranks: int = 2
     host_mpi: str | None = Bind.host_mpi  # the family of the host library bind would mount
     host_library: str | None = None  # its path, when found
+    host_libfabric: HostLibfabric | None = field(default_factory=probe_host_libfabric)  # what fabric-swap mounts
     cores: int | None = field(default_factory=os.cpu_count)
     srun_mpi_types: list[str] | None = None
     env: dict[str, str] = field(default_factory=dict)  # the variant's settings on top of the stack's
@@ -61,7 +63,8 @@ def bind_abi(rule, plan: PlanSubject):
 @rule("plan-fabric-swap", "plan", "CSCS docs 'MPICH image' (https://docs.cscs.ch/software/container-engine/"
       "guidelines-images/image-mpich/); 'Docker build pipeline for 4 different container approaches on LUMI' "
       "(2025-03-07), its libfabric hybrid",
-      "fabric-swap: whether the stack's MPI loads libfabric at all (a UCX build is refused, as the run refuses it)")
+      "fabric-swap: whether the stack's MPI loads libfabric at all and the host has one to swap in (refused as the "
+      "run refuses it)")
 def plan_fabric_swap(rule, plan: PlanSubject):
     if plan.approach != "fabric-swap":
         return
@@ -74,11 +77,19 @@ def plan_fabric_swap(rule, plan: PlanSubject):
             "Use the hybrid approach (the image's own MPI and network layer) or bind (the host's MPI), or a stack "
             "whose MPI is built over libfabric (MPICH ch4:ofi, Open MPI over ofi).",
             subject=plan.where, device=f"{mpi.impl} {mpi.device}")
+    elif plan.host_libfabric is None:
+        yield rule.finding(
+            "problem", "fabric-swap refused: no libfabric on this host", f"{NO_HOST_LIBFABRIC[0].upper()}"
+            f"{NO_HOST_LIBFABRIC[1:]}.",  # the run's own reason, word for word
+            "Install the host's libfabric (Debian: apt install libfabric1) and binutils, or use the hybrid approach "
+            "(the image's own libfabric).", subject=plan.where, device=f"{mpi.impl} {mpi.device}")
     else:
+        host = plan.host_libfabric
         yield rule.finding("ok", f"fabric-swap: {mpi.impl} {mpi.device} loads libfabric",
                            "The symbol versions its MPI needs are checked against the host's libfabric once the "
                            "image is built (compat rule libfabric-swap-symbol-versions).",
-                           subject=plan.where, device=f"{mpi.impl} {mpi.device}")
+                           subject=plan.where, device=f"{mpi.impl} {mpi.device}",
+                           host_libfabric=f"{host.path} {host.version or ''}".strip())
 
 
 @rule("plan-environment", "plan", "CSCS docs 'MPICH image' and 'OpenMPI' (https://docs.cscs.ch/software/container-engine/"
