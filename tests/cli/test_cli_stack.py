@@ -49,6 +49,14 @@ def test_render_edf_env_binds():
     assert "/opt/cray" not in result.stdout and "libcxi" not in result.stdout
     result = invoke("stack", "render", "lumi-ofi1152-mpich423", "--binds", "nope")
     assert result.exit_code == 2
+    # a UCX stack has no libfabric to swap: refused as a campaign and the doctor refuse it, with no bind list
+    result = invoke("stack", "render", "debian-mpich", "--binds", "fabric-swap")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "carries its messages over UCX, not libfabric" in result.stderr
+    # --system where it changes nothing is said to change nothing
+    result = invoke("stack", "render", "cscs-openmpi5", "--env", "--system", "lumi")
+    assert result.exit_code == 0 and "--system changes only --binds and --out" in result.stderr
+    assert "export PMIX_MCA_psec=native" in result.stdout
 
 
 def test_render_out_writes_context(tmp_path):

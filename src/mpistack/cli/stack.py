@@ -144,9 +144,10 @@ def render_command(
     binds: Annotated[Optional[str], typer.Option("--binds", metavar="APPROACH",
                                                  help="print the Apptainer bind list of an approach (hybrid, bind, "
                                                       "fabric-swap) on the --system")] = None,
-    system: Annotated[str, typer.Option("--system", metavar="NAME",
-                                        help="the system profile host paths come from: local (this machine's "
-                                             "Debian paths), lumi or alps")] = "local",
+    system: Annotated[Optional[str], typer.Option("--system", metavar="NAME",
+                                                  help="the system profile host paths of --binds and --out come "
+                                                       "from: local (this machine's Debian paths), lumi or alps "
+                                                       "\\[default: local]")] = None,
     gpu: Annotated[bool, typer.Option("--gpu/--no-gpu", help="GPU buffers in the runtime presets")] = False,
     image: Annotated[Optional[str], typer.Option("--image", help="image reference for the EDF (e.g. the pushed "
                                                  "quay.io/... name; default: the local tag)")] = None,
@@ -164,6 +165,9 @@ def render_command(
     from ..recipes import RecipeError, UnpinnedRecipe, render
 
     s = _load(name)
+    if system is not None and not (binds or output):
+        err.print("note: --system changes only --binds and --out", highlight=False)
+    system = system or "local"
     try:
         runtime.systems.load(system)
     except runtime.systems.SystemProfileError as error:
@@ -178,6 +182,12 @@ def render_command(
         if env:
             print(runtime.env_script(s, gpu=gpu), end="")
         if binds:
+            from ..approaches.fabric_swap import ucx_mismatch
+
+            if binds == "fabric-swap" and (mismatch := ucx_mismatch(s.name, s)):  # the run refuses it so
+                err.print(f"[red]error:[/red] --binds fabric-swap: {escape(mismatch)}", highlight=False,
+                          soft_wrap=True)
+                raise typer.Exit(2)
             try:
                 paths = runtime.apptainer_binds(s, binds, system=system)
             except ValueError as error:
