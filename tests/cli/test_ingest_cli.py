@@ -24,7 +24,7 @@ def test_bad_files_are_one_line_each_printed_literally(tmp_path):
     assert result.returncode == 1
     lines = result.stderr.splitlines()
     assert f"error: {markup}:4: '[/x]' is not a number in column Latency (us)" in lines
-    assert lines[-1] == "ingested: 1 file(s), 1 run(s), 4 result(s) stored; 1 file(s) rejected"
+    assert lines[-1] == "ingested: 1 file(s), 1 run(s) (run 1), 4 result(s) stored; 1 file(s) rejected"
     assert "Traceback" not in result.stderr
 
 
@@ -45,7 +45,7 @@ def test_already_stored_files_are_skipped_and_replace_stores_them_again(tmp_path
     replaced = mpistack("ingest", "--replace", second, "-t", "stack=y", "-t", "approach=native", "-t", "ranks=2",
                         "-t", "nodes=1", db=db)
     assert replaced.stderr.splitlines()[-1] == \
-        "ingested: 1 file(s), 1 run(s), 3 result(s) stored, replacing 1 earlier run(s)"
+        "ingested: 1 file(s), 1 run(s) (run 2), 3 result(s) stored, replacing 1 earlier run(s)"
     runs = json.loads(mpistack("runs", "-f", "json", db=db).stdout)
     assert [run["stack"] for run in runs] == ["x", "y"]  # b.txt's earlier run is gone
 
@@ -90,9 +90,10 @@ def test_a_reference_loaded_again_is_left_as_it_is_unless_its_content_changed(tm
                            "WHERE key = 'reference' AND value = 'cscs-mpich-guide')")
     connection.close()
     changed = mpistack("ingest", "--reference", "cscs-mpich-guide", db=db)
-    assert changed.stderr.splitlines() == [
-        "reference cscs-mpich-guide: 1 file(s), 4 run(s), 92 result(s) stored, replacing 4 earlier run(s)"]
     last = max(max(ids) for ids in first.values())
+    assert changed.stderr.splitlines() == [
+        f"reference cscs-mpich-guide: 1 file(s), 4 run(s) (run {last + 1}..{last + 4}), 92 result(s) stored, "
+        "replacing 4 earlier run(s)"]
     assert reference_runs(db) == {**first, "cscs-mpich-guide": [last + 1, last + 2, last + 3, last + 4]}
     forced = mpistack("ingest", "--reference", "cscs-mpich-guide", "--replace", db=db)
     assert forced.stderr.splitlines()[-1].endswith("stored, replacing 4 earlier run(s)")

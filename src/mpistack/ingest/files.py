@@ -38,10 +38,12 @@ class IngestReport:
     errors: list[str] = field(default_factory=list)  # one line per file that was not stored
     skipped: list[str] = field(default_factory=list)  # one line per file already stored
     unplaced: dict[tuple[str, ...], list[str]] = field(default_factory=dict)  # missing fields -> files
+    run_ids: list[int] = field(default_factory=list)  # the runs stored, in order
 
-    def stored(self, runs: list[ParsedRun]) -> None:
-        """Count one file's runs, once they are written."""
+    def stored(self, runs: list[ParsedRun], ids: list[int]) -> None:
+        """Count one file's runs, once they are written as `ids`."""
         self.files += 1
+        self.run_ids.extend(ids)
         self.runs += len(runs)
         self.results += sum(run.result_count for run in runs)
         self.incomplete += sum(1 for run in runs if run.incomplete)
@@ -93,6 +95,7 @@ def parse_content(path: Path, data: bytes | None) -> list[ParsedRun]:
 
 
 def run_ids(ids: list[int]) -> str:
+    """`run 7`, or `run 7..20` for the first and last of several (ids of one ingest are consecutive)."""
     return f"run {ids[0]}" if len(ids) == 1 else f"run {ids[0]}..{ids[-1]}"
 
 
@@ -120,8 +123,8 @@ def _ingest_one(connection: Connection, path: Path, context: Provenance, tags: d
             return
         runs = parse_content(path, data)
         replaced = delete_runs(connection, existing) if existing else 0
-        write_runs(connection, runs, source=str(path), tags=tags, provenance=context, content_sha256=digest)
-    report.stored(runs)
+        ids = write_runs(connection, runs, source=str(path), tags=tags, provenance=context, content_sha256=digest)
+    report.stored(runs, ids)
     report.replaced += replaced
     missing = _unplaced(runs, context)
     if missing:

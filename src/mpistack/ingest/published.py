@@ -115,6 +115,7 @@ def replace_reference(database: Engine, loaded: LoadedReference, tags: dict[str,
             return report
         report.replaced = delete_runs(connection, earlier)
         for path, context, plain, digest, runs in parsed:
-            write_runs(connection, runs, source=str(path), tags=plain, provenance=context, content_sha256=digest)
-            report.stored(runs)
+            ids = write_runs(connection, runs, source=str(path), tags=plain, provenance=context,
+                             content_sha256=digest)
+            report.stored(runs, ids)
     return report
