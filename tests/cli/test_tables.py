@@ -183,6 +183,14 @@ def test_piped_output_fits_the_width_columns_names(store, verb, width):
         assert "message" not in header and re.search(r"not shown:.*\bmessage\b", notes)
 
 
+@pytest.mark.parametrize("verb", ["results", "runs"])
+def test_a_listing_that_matches_nothing_says_so_in_one_line(store, verb):
+    result = CliRunner().invoke(app, ["--db", str(store), verb, "-w", "stack=nothing"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0 and result.stdout == f"# 0 {verb[:-1]}(s)\n"  # no header row of nothing
+    csv = CliRunner().invoke(app, ["--db", str(store), verb, "-w", "stack=nothing", "-f", "csv"])
+    assert csv.stdout.startswith(("run,",)) and len(csv.stdout.splitlines()) == 1  # CSV keeps its header
+
+
 def test_a_limited_listing_says_how_many_matched_in_all(store):
     runner = CliRunner()
     everything = json.loads(runner.invoke(app, ["--db", str(store), "results", "-f", "json"]).stdout)

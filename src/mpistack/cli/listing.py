@@ -143,6 +143,9 @@ def print_listing(layout: Layout, output_format: OutputFormat, records: list[dic
     count = f"{len(rows):,} {layout.noun}(s)"
     if total is not None and total > len(rows):
         count = f"showing {len(rows):,} of {total:,} {layout.noun}s"
+    if not rows:  # a header row of nothing would only be wider than the terminal (CSV keeps its header)
+        stream.write(("" if stream.isatty() else "# ") + f"{title or count}\n")
+        return
     terminal = stream.isatty()
     width = width or fitting_width(stream)
     if requested:
