@@ -49,7 +49,8 @@ def test_ingest_then_results_as_json_csv_and_plain(tmp_path, db):
     assert {row["benchmark"] for row in rows} == {"bw", "mbw_mr", "barrier"}
     for row in rows:
         assert {"benchmark", "size", "metric", "value", "unit", "run"} <= row.keys()
-        assert row["system"] == "testbox" and row["approach"] == "native" and "approach" not in row["tags"]
+        assert row["tags"]["system"] == "testbox" and "system" not in row  # tags once, under "tags"
+        assert row["approach"] == "native" and "approach" not in row["tags"]
     rates = [row for row in rows if row["metric"] == "message_rate"]
     assert [(row["size"], row["value"], row["unit"]) for row in rates] == [(1, 4450446.96, "messages/s"),
                                                                            (2, 4463186.20, "messages/s")]
