@@ -56,7 +56,7 @@ def test_runs_where_status_failed_lists_exactly_the_failed_run(store):
     path, failed = store
     out = mpistack("runs", "--where", "status=failed", db=path).stdout
     assert "# 1 run(s)" in out
-    (line,) = [line for line in out.splitlines()[2:] if line.strip()]
+    (line,) = [line for line in out.splitlines()[2:] if line[:1].isdigit()]  # (below it: what is not shown)
     assert line.split()[:8] == [str(failed), "2", "failed", "ompi-5", "apptainer", "default", "latency", "n2N2"]
     assert "exit status 139" in line and "Segmentation" not in line  # the message's first line only
 
@@ -65,8 +65,12 @@ def test_runs_where_status_failed_lists_exactly_the_failed_run(store):
     assert "# 5 run(s)" in mpistack("runs", db=path).stdout
     assert "# showing 2 of 5 runs" in mpistack("runs", "--limit", "2", db=path).stdout
     csv_lines = mpistack("runs", "-w", "status!=ok", "-f", "csv", db=path).stdout.splitlines()
-    assert csv_lines[0] == "run,campaign,status,stack,approach,variant,benchmark,placement,message,transport"
+    # a column per tag after the run's own (the variant has its column already)
+    assert csv_lines[0] == "run,campaign,status,stack,approach,variant,benchmark,placement,message,transport,case"
     assert len(csv_lines) == 3
+    # a tag is a column one may name, even one the rows shown lack
+    named = mpistack("runs", "-c", "run,case,origin", "-w", "status!=ok", db=path).stdout.splitlines()
+    assert named[1].split() == ["run", "case", "origin"] and named[2].split() == [str(failed), "c1"]
 
 
 def test_campaigns_shows_run_counts_by_state(store):

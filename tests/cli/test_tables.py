@@ -153,7 +153,7 @@ def test_piped_output_has_every_column_and_every_value_whole(store):
     result = CliRunner().invoke(app, ["--db", str(store), "runs"], env={"COLUMNS": None})
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
-    assert lines[0] == "# 5 run(s)" and lines[1].split() == RECORDED_COLUMNS
+    assert lines[0] == "# 5 run(s)" and lines[1].split() == [*RECORDED_COLUMNS, "case", "mpi", "origin"]  # tags last
     assert MESSAGE in result.stdout and LONG_STACK in result.stdout
 
 

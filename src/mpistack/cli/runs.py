@@ -10,7 +10,7 @@ from .common import DbOption, FormatOption, OutputFormat, check_where_keys, read
 from .listing import ColumnsOption, Layout, WideOption, print_listing
 from .results import WHERE_HELP
 
-# Columns of the table and CSV; JSON has every field, the whole message included.
+# Columns of the table and CSV, before a column per tag; JSON has every field, the whole message included.
 RUN_COLUMNS = ("run", "campaign", "status", "stack", "approach", "variant", "benchmark", "placement", "message",
                "transport")
 # On a terminal: the run, what became of it and why (the message folds), then what it was.
@@ -31,7 +31,7 @@ def run_lines(rows: list[dict]) -> list[dict]:
     for row in rows:
         message = (row.get("message") or "").strip().splitlines()
         placement = f"n{row['ranks']}N{row['nodes']}" if row.get("ranks") is not None else ""
-        lines.append({**row, "variant": row["tags"].get("variant", ""), "placement": placement,
+        lines.append({**row["tags"], **row, "variant": row["tags"].get("variant", ""), "placement": placement,
                       "message": message[0] if message else "",
                       "transport": describe_transport(row.get("transport"))})
     return lines
@@ -50,12 +50,16 @@ def runs(
     db: DbOption = None,
 ) -> None:
     """List stored runs, one per line, whatever their status (`--where status=failed` finds the failed ones)."""
-    from ..store.query import count_matching, query_runs
+    from ..store.query import count_matching, query_runs, stored_tag_keys
 
     filters = where_filters(where)
     store = reader(db)
     check_where_keys(store, filters, runs_only=True)
     rows = query_runs(store, filters, limit)
     total = count_matching(store, filters, runs=True) if limit and len(rows) == limit else None
+    tag_keys = {key for row in rows for key in row["tags"]}
+    if columns:  # a tag that the rows shown lack (--limit, --where) is still a column one may ask for
+        tag_keys |= set(stored_tag_keys(store))
+    every = (*RUN_COLUMNS, *sorted(tag_keys - set(RUN_COLUMNS) - set(rows[0] if rows else ())))
     print_listing(RUNS_LAYOUT, output_format, [{**row, "variant": row["tags"].get("variant")} for row in rows],
-                  run_lines(rows), RUN_COLUMNS, columns_option=columns, wide=wide, total=total)
+                  run_lines(rows), every, columns_option=columns, wide=wide, total=total)
