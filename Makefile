@@ -8,7 +8,7 @@ DB ?= mpistack.db
 # CI sets CI=true: bench builds then fail on any warning
 WERROR := $(if $(filter true,$(CI)),1,0)
 
-.PHONY: run test host venv bench bench-startup bench-store bench-recipes bench-report agreement bench-build lint clean help
+.PHONY: run test host venv bench bench-startup bench-store bench-recipes bench-report agreement agreement-replay bench-build lint clean help
 
 help:
 	@echo "make run          set up this machine, then run the default job"
@@ -18,6 +18,7 @@ help:
 	@echo "make bench-recipes  catalogue render time and cached image builds"
 	@echo "make bench-report  analysis and report time over one million stored results"
 	@echo "make agreement    the default campaign 3 times: how often the classes agree"
+	@echo "make agreement-replay  the same estimated at 8 to 96 launches per case, from agreement.db"
 	@echo "make -C bench sweep   mpistack-bench sweep speed (one launch, adaptive vs OSU-style)"
 
 host:
@@ -61,6 +62,10 @@ bench-report: host venv
 # Three back-to-back runs of the default campaign into agreement.db, then the share of rows whose class agrees.
 agreement: host venv
 	$(VPY) benchmarks/agreement.py examples/local.toml --runs 3 --db agreement.db
+
+# From agreement.db's stored launches (runs nothing): how the agreement would change with fewer or more launches.
+agreement-replay: venv
+	$(VPY) benchmarks/agreement.py --replay 8,16,32,48,96 --trials 8 --db agreement.db
 
 bench: bench-store bench-recipes bench-report
 	$(MAKE) -C bench sweep

@@ -2,15 +2,29 @@
 that get the same class every time (prints figures; not a test).
 
     python benchmarks/agreement.py [CAMPAIGN] [--runs 3] [--db agreement.db]
+    python benchmarks/agreement.py --campaigns 1,2,3 [--db agreement.db]
+    python benchmarks/agreement.py --replay 8,16,32 [--db agreement.db] [--trials 6] [--floor 0.1]
 
 Each run is a complete `mpistack run` of the campaign (default: examples/local.toml, what `make run` runs) into
 one store; the answers of its campaigns are then set side by side, row by row (stack, approach, variant,
 benchmark, placement, buffers, baseline).
+
+Besides the share of rows with one class in every run, it counts the rows that *contradict* themselves: `Y` in
+one run and `(Y)` in another. A row that is `?` in one run and decided in another is a run that could not
+decide and said so; a contradiction would be a wrong answer.
+
+`--replay N,...` runs nothing: it pools the launches of every campaign stored in the database, case by case, and
+draws campaigns of N launches per case from that pool (with replacement, whole launches, so the figures of one
+launch stay together), three at a time, to estimate how the agreement would change with more or fewer launches.
+The pool stands in for the machine, so it is an estimate for this machine's noise, not a measurement.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import random
+import signal
 import subprocess
 import sys
 import time
@@ -18,9 +32,13 @@ from collections import Counter
 from pathlib import Path
 
 from mpistack.analysis.answers import Settings, answer
-from mpistack.analysis.evidence import load_rows
+from mpistack.analysis.evidence import Row, RowKey, load_rows
+from mpistack.analysis.statistics import DEFAULT_FLOOR
 from mpistack.store import open_database
 from mpistack.store.query import Where
+
+ClassKey = tuple  # a compared row without its scope: key fields and the baseline it was compared with
+Launch = dict  # one launch of a row: its figure per size
 
 
 def run_campaign(db: Path, campaign: Path) -> float:
@@ -30,37 +48,133 @@ def run_campaign(db: Path, campaign: Path) -> float:
     return time.perf_counter() - start
 
 
-def classes_of(engine, campaign_id: int, settings: Settings) -> dict[tuple, str]:
+def classes_of(rows: dict[RowKey, Row], settings: Settings) -> dict[ClassKey, str]:
     out = {}
-    for result in answer(load_rows(engine, [Where("campaign", "=", campaign_id)]), settings):
+    for result in answer(rows, settings):
         key = result.key
         out[(key.stack, key.approach, key.variant, key.benchmark, key.metric, key.ranks, key.nodes, key.buffers,
              result.baseline)] = result.label
     return out
 
 
+def campaign_rows(engine, campaign_id: int) -> dict[RowKey, Row]:
+    return load_rows(engine, [Where("campaign", "=", campaign_id)])
+
+
+def report(runs: list[dict[ClassKey, str]], *, differing: bool) -> tuple[float, int]:
+    """Print how far the runs agree; returns the share of rows with one class in all of them, and the number of
+    contradicting rows."""
+    rows = sorted(set().union(*runs))
+    same = [row for row in rows if len({run.get(row) for run in runs}) == 1]
+    contradicting = [row for row in rows if {"Y", "(Y)"} <= {run.get(row) for run in runs}]
+    share = len(same) / len(rows)
+    print(f"{len(same)} of {len(rows)} rows ({share:.1%}) got the same class in all {len(runs)} runs; "
+          f"{len(contradicting)} row(s) were Y in one run and (Y) in another")
+    if differing:
+        for number, run in enumerate(runs, start=1):
+            print(f"  run {number}: " + ", ".join(f"{label} {count}"
+                                                  for label, count in sorted(Counter(run.values()).items())))
+        for row in rows:
+            if row not in same:
+                print("  differs: " + " · ".join(str(part) for part in row[:4]) + f" vs {row[-1]}: "
+                      + " / ".join(run.get(row, "-") for run in runs))
+    return share, len(contradicting)
+
+
+# --- replay: campaigns drawn from the stored launches -------------------------------------------------------------
+
+REPLAY = "replay"
+
+
+def pooled_launches(engine, campaign_ids: list[int]) -> dict[RowKey, tuple[Row, list[Launch]]]:
+    """Every case's launches over the given campaigns, as (a row to copy, its launches). Only sizes that every
+    launch of a campaign's row reports are kept, so that a drawn launch is always whole."""
+    pool: dict[RowKey, tuple[Row, list[Launch]]] = {}
+    for campaign_id in campaign_ids:
+        for key, row in campaign_rows(engine, campaign_id).items():
+            key = key.with_(scope=REPLAY)
+            whole = {size: values for size, values in row.figures.items() if len(values) == row.launches}
+            launches = [{size: values[index] for size, values in whole.items()} for index in range(row.launches)]
+            if key in pool:
+                template, earlier = pool[key]
+                earlier.extend(launches)
+                template.failures.extend(row.failures)
+                template.skipped.extend(row.skipped)
+                template.library_versions.update(row.library_versions)
+            else:
+                template = dataclasses.replace(row, key=key, figures={}, launches=0, runs=[],
+                                               failures=list(row.failures), skipped=list(row.skipped),
+                                               library_versions=set(row.library_versions))
+                pool[key] = (template, launches)
+    return pool
+
+
+def drawn_campaign(pool: dict[RowKey, tuple[Row, list[Launch]]], launches: int,
+                   rng: random.Random) -> dict[RowKey, Row]:
+    """One campaign of ``launches`` launches per case, drawn with replacement from the pool."""
+    rows = {}
+    for key, (template, pooled) in pool.items():
+        drawn = [rng.choice(pooled) for _ in range(launches)] if pooled else []
+        sizes = set(drawn[0]).intersection(*drawn[1:]) if drawn else set()
+        rows[key] = dataclasses.replace(template, figures={size: [launch[size] for launch in drawn] for size in sizes},
+                                        launches=len(drawn), failures=list(template.failures))
+    return rows
+
+
+def replay(engine, counts: list[int], trials: int, runs: int, seed: int, settings: Settings) -> None:
+    with engine.connect() as connection:
+        campaign_ids = [row[0] for row in connection.exec_driver_sql("SELECT id FROM campaigns ORDER BY id")]
+    pool = pooled_launches(engine, campaign_ids)
+    per_case = sorted(len(launches) for _, launches in pool.values() if launches)
+    print(f"pool: {len(campaign_ids)} campaign(s), {len(pool)} rows, "
+          f"{per_case[len(per_case) // 2] if per_case else 0} launches per case (median)")
+    rng = random.Random(seed)
+    print(f"{'launches':>8}  {'same class':>10}  {'contradicting':>13}  classes (share of all rows drawn)")
+    for count in counts:
+        shares, contradictions, labels = [], 0, Counter()
+        for _ in range(trials):
+            drawn = [classes_of(drawn_campaign(pool, count, rng), settings) for _ in range(runs)]
+            for classes in drawn:
+                labels.update(classes.values())
+            rows = set().union(*drawn)
+            shares.append(sum(len({run.get(row) for run in drawn}) == 1 for row in rows) / len(rows))
+            contradictions += sum({"Y", "(Y)"} <= {run.get(row) for run in drawn} for row in rows)
+        total = sum(labels.values())
+        print(f"{count:>8}  {sum(shares) / len(shares):>10.1%}  {contradictions / trials:>13.2f}  "
+              + ", ".join(f"{label} {labels[label] / total:.0%}" for label in ("Y", "(Y)", "?", "N")))
+
+
 def main() -> None:
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the listing quietly
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("campaign", nargs="?", default="examples/local.toml", type=Path)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--db", type=Path, default=Path("agreement.db"))
+    parser.add_argument("--campaigns", help="stored campaign ids to set side by side, comma-separated (runs nothing)")
+    parser.add_argument("--replay", help="launches per case to draw, comma-separated (runs nothing)")
+    parser.add_argument("--trials", type=int, default=6, help="replay: sets of --runs drawn campaigns per count")
+    parser.add_argument("--seed", type=int, default=1, help="replay: seed of the draws")
+    parser.add_argument("--floor", type=float, default=DEFAULT_FLOOR.relative,
+                        help="the relative practical floor the classes are judged with (default: %(default)s)")
     args = parser.parse_args()
+    settings = Settings(floor=dataclasses.replace(DEFAULT_FLOOR, relative=args.floor))
+    if args.replay:
+        if not args.db.exists():
+            parser.error(f"--replay needs a store of campaigns: {args.db} does not exist (run `make agreement`)")
+        replay(open_database(str(args.db)), [int(count) for count in args.replay.split(",")], args.trials,
+               args.runs, args.seed, settings)
+        return
     engine = open_database(str(args.db))
+    if args.campaigns:
+        report([classes_of(campaign_rows(engine, int(number)), settings) for number in args.campaigns.split(",")],
+               differing=True)
+        return
     with engine.connect() as connection:
         first = connection.exec_driver_sql("SELECT COALESCE(MAX(id), 0) FROM campaigns").scalar()
     for number in range(1, args.runs + 1):
         print(f"run {number}/{args.runs}: {run_campaign(args.db, args.campaign):.0f} s", flush=True)
-    settings = Settings()
-    runs = [classes_of(engine, first + number, settings) for number in range(1, args.runs + 1)]
-    rows = sorted(set().union(*runs))
-    same = [row for row in rows if len({run.get(row) for run in runs}) == 1]
-    print(f"{len(same)} of {len(rows)} rows ({len(same) / len(rows):.1%}) got the same class in all {args.runs} runs")
-    for number, run in enumerate(runs, start=1):
-        print(f"  run {number}: " + ", ".join(f"{label} {count}" for label, count in sorted(Counter(run.values()).items())))
-    for row in rows:
-        if row not in same:
-            print("  differs: " + " · ".join(str(part) for part in row[:4]) + f" vs {row[-1]}: "
-                  + " / ".join(run.get(row, "-") for run in runs))
+    report([classes_of(campaign_rows(engine, first + number), settings) for number in range(1, args.runs + 1)],
+           differing=True)
 
 
 if __name__ == "__main__":
