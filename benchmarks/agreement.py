@@ -3,6 +3,7 @@ that get the same class every time (prints figures; not a test).
 
     python benchmarks/agreement.py [CAMPAIGN] [--runs 3] [--db agreement.db]
     python benchmarks/agreement.py --campaigns 1,2,3 [--db agreement.db]
+    python benchmarks/agreement.py --modes 2 [--db agreement.db]
     python benchmarks/agreement.py --replay 8,16,32 [--db agreement.db] [--trials 6] [--floor 0.1]
 
 Each run is a complete `mpistack run` of the campaign (default: examples/local.toml, what `make run` runs) into
@@ -23,8 +24,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -121,9 +124,12 @@ def drawn_campaign(pool: dict[RowKey, tuple[Row, list[Launch]]], launches: int,
     return rows
 
 
-def replay(engine, counts: list[int], trials: int, runs: int, seed: int, settings: Settings) -> None:
-    with engine.connect() as connection:
-        campaign_ids = [row[0] for row in connection.exec_driver_sql("SELECT id FROM campaigns ORDER BY id")]
+def replay(engine, counts: list[int], trials: int, runs: int, seed: int, settings: Settings,
+           campaign_ids: list[int] | None = None) -> None:
+    """Agreement of drawn campaigns; the pool is every stored campaign, or the ones named."""
+    if not campaign_ids:
+        with engine.connect() as connection:
+            campaign_ids = [row[0] for row in connection.exec_driver_sql("SELECT id FROM campaigns ORDER BY id")]
     pool = pooled_launches(engine, campaign_ids)
     per_case = sorted(len(launches) for _, launches in pool.values() if launches)
     print(f"pool: {len(campaign_ids)} campaign(s), {len(pool)} rows, "
@@ -144,13 +150,61 @@ def replay(engine, counts: list[int], trials: int, runs: int, seed: int, setting
               + ", ".join(f"{label} {labels[label] / total:.0%}" for label in ("Y", "(Y)", "?", "N")))
 
 
+# --- modes: whole launches that run slow ---------------------------------------------------------------------------
+
+SLOW = math.log(1.25)  # a launch more than 25% slower than its case's median, at the median of its sizes
+
+
+def launch_modes(engine, campaign_id: int) -> None:
+    """How often whole launches of a campaign run slow, whether slow launches come in clusters, and in which
+    approaches: each launch's slowness is the median over its sizes of log(figure / its case's median figure),
+    oriented so that positive is slower."""
+    with engine.connect() as connection:
+        runs = connection.exec_driver_sql(
+            "SELECT id, stack, approach, benchmark, (SELECT value FROM run_tags WHERE run_id = runs.id AND "
+            "key = 'variant') FROM runs WHERE campaign_id = ? AND status = 'ok' ORDER BY started_at, id",
+            (campaign_id,)).all()
+        figures: dict[int, dict] = {}
+        for run_id, size, metric, value in connection.exec_driver_sql(
+                "SELECT run_id, size, metric, value FROM results WHERE run_id IN "
+                "(SELECT id FROM runs WHERE campaign_id = ?) AND value > 0", (campaign_id,)):
+            figures.setdefault(run_id, {})[(size, metric)] = value
+    cases: dict[tuple, list[int]] = {}
+    for run_id, *case in runs:
+        cases.setdefault(tuple(case), []).append(run_id)
+    medians = {}
+    for case, ids in cases.items():
+        for point in {point for run_id in ids for point in figures.get(run_id, {})}:
+            medians[case, point] = statistics.median(figures[i][point] for i in ids if point in figures.get(i, {}))
+    slowness, approaches = [], []
+    for run_id, *case in runs:
+        logs = [math.log(value / medians[tuple(case), point]) * (-1 if case[2] in ("bw", "bibw") else 1)
+                for point, value in figures.get(run_id, {}).items()]
+        slowness.append(statistics.median(logs) if logs else 0.0)
+        approaches.append(case[1])
+    slow = [value > SLOW for value in slowness]
+    after_slow = [now for before, now in zip(slow, slow[1:]) if before]
+    lags = {lag: statistics.correlation(slowness[:-lag], slowness[lag:]) if len(slowness) > lag + 2 else math.nan
+            for lag in (1, 24)}
+    print(f"campaign {campaign_id}: {len(slow)} launches, {sum(slow) / len(slow):.0%} more than 25% slower than "
+          f"their case's median; after a slow launch the next is slow in "
+          f"{sum(after_slow) / max(len(after_slow), 1):.0%}; autocorrelation of slowness {lags[1]:.2f} at lag 1, "
+          f"{lags[24]:.2f} at lag 24")
+    for approach in sorted(set(approaches)):
+        of = [flag for flag, name in zip(slow, approaches) if name == approach]
+        print(f"  {approach}: {sum(of) / len(of):.0%} of {len(of)} launches slow")
+
+
 def main() -> None:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the listing quietly
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("campaign", nargs="?", default="examples/local.toml", type=Path)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--db", type=Path, default=Path("agreement.db"))
-    parser.add_argument("--campaigns", help="stored campaign ids to set side by side, comma-separated (runs nothing)")
+    parser.add_argument("--campaigns", help="stored campaign ids to set side by side, comma-separated (runs nothing); "
+                                            "with --replay, the campaigns whose launches are pooled (default: all)")
+    parser.add_argument("--modes", type=int, metavar="CAMPAIGN",
+                        help="how often whole launches of a stored campaign run slow (runs nothing)")
     parser.add_argument("--replay", help="launches per case to draw, comma-separated (runs nothing)")
     parser.add_argument("--trials", type=int, default=6, help="replay: sets of --runs drawn campaigns per count")
     parser.add_argument("--seed", type=int, default=1, help="replay: seed of the draws")
@@ -162,9 +216,12 @@ def main() -> None:
         if not args.db.exists():
             parser.error(f"--replay needs a store of campaigns: {args.db} does not exist (run `make agreement`)")
         replay(open_database(str(args.db)), [int(count) for count in args.replay.split(",")], args.trials,
-               args.runs, args.seed, settings)
+               args.runs, args.seed, settings, [int(number) for number in (args.campaigns or "").split(",") if number])
         return
     engine = open_database(str(args.db))
+    if args.modes:
+        launch_modes(engine, args.modes)
+        return
     if args.campaigns:
         report([classes_of(campaign_rows(engine, int(number)), settings) for number in args.campaigns.split(",")],
                differing=True)
