@@ -156,7 +156,7 @@ name = "latency"
     mpistack("run", path, "--db", db)
     assert not canary.exists()
     rows = json.loads(mpistack("results", "--db", db, "-w", f"owner={hostile}", "-f", "json").stdout)
-    assert rows and all(row["owner"] == hostile for row in rows)
+    assert rows and all(row["tags"]["owner"] == hostile for row in rows)
     echo_run = next(run for run in runs(db) if run["benchmark"] == "echo")
     assert echo_run["status"] == "failed"  # echo printed no benchmark output: recorded, not fatal
 

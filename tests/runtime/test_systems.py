@@ -42,12 +42,12 @@ def test_runtime_files_of_a_local_stack_carry_no_centre_path(tmp_path, stack):
 
 
 def test_render_binds_prints_the_selected_systems_paths():
-    local = mpistack("stack", "render", "debian-mpich", "--binds", "fabric-swap")
+    local = mpistack("stack", "render", "pip-mpich", "--binds", "fabric-swap")  # (a UCX stack is refused)
     assert local.returncode == 0 and local.stdout.startswith(
         "/usr/lib/x86_64-linux-gnu/libfabric.so.1:/opt/mpistack/host-fabric/lib/libfabric.so.1\n")
     hybrid = mpistack("stack", "render", "debian-mpich", "--binds", "hybrid")
     assert hybrid.returncode == 0 and hybrid.stdout == "" and "hybrid binds no host path on system local" in hybrid.stderr
-    lumi = mpistack("stack", "render", "debian-mpich", "--binds", "fabric-swap", "--system", "lumi")
+    lumi = mpistack("stack", "render", "pip-mpich", "--binds", "fabric-swap", "--system", "lumi")
     assert lumi.returncode == 0 and lumi.stdout.splitlines()[0] == "/opt/cray/libfabric/1.15.2.0:/opt/cray/libfabric/1.15.2.0"
     # the bind list alone does not make the container load them: the environment it needs is named beside it
     assert "LD_LIBRARY_PATH" not in lumi.stdout
