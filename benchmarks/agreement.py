@@ -1,5 +1,6 @@
-"""How reproducible the answer is: the same campaign run several times back to back, and the share of compared rows
-that get the same class every time (prints figures; not a test).
+"""How reproducible the answer is: the share of compared rows that get the same class when a campaign is run again.
+
+Prints figures; it is not a test.
 
     python benchmarks/agreement.py [CAMPAIGN] [--runs 3] [--db agreement.db]
     python benchmarks/agreement.py --campaigns 1,2,3 [--db agreement.db]
@@ -132,10 +133,11 @@ def replay(engine, counts: list[int], trials: int, runs: int, seed: int, setting
             campaign_ids = [row[0] for row in connection.exec_driver_sql("SELECT id FROM campaigns ORDER BY id")]
     pool = pooled_launches(engine, campaign_ids)
     per_case = sorted(len(launches) for _, launches in pool.values() if launches)
-    print(f"pool: {len(campaign_ids)} campaign(s), {len(pool)} rows, "
-          f"{per_case[len(per_case) // 2] if per_case else 0} launches per case (median)")
+    print(f"pool: {len(campaign_ids)} campaign(s), {len(pool)} cases, "
+          f"{per_case[len(per_case) // 2] if per_case else 0} launches per case (median); the shares below are of "
+          "compared rows (a case against each of its baselines)")
     rng = random.Random(seed)
-    print(f"{'launches':>8}  {'same class':>10}  {'contradicting':>13}  classes (share of all rows drawn)")
+    print(f"{'launches':>8}  {'same class':>10}  {'contradicting':>13}  classes (share of all compared rows drawn)")
     for count in counts:
         shares, contradictions, labels = [], 0, Counter()
         for _ in range(trials):
@@ -182,6 +184,9 @@ def launch_modes(engine, campaign_id: int) -> None:
                 for point, value in figures.get(run_id, {}).items()]
         slowness.append(statistics.median(logs) if logs else 0.0)
         approaches.append(case[1])
+    if not slowness:
+        print(f"campaign {campaign_id}: no launch ended ok, so none can be compared with its case")
+        return
     slow = [value > SLOW for value in slowness]
     after_slow = [now for before, now in zip(slow, slow[1:]) if before]
     lags = {lag: statistics.correlation(slowness[:-lag], slowness[lag:]) if len(slowness) > lag + 2 else math.nan
@@ -195,43 +200,79 @@ def launch_modes(engine, campaign_id: int) -> None:
         print(f"  {approach}: {sum(of) / len(of):.0%} of {len(of)} launches slow")
 
 
+def _numbers(parser: argparse.ArgumentParser, option: str, text: str | None, least: int) -> list[int]:
+    """A comma-separated list of whole numbers of at least `least`, or a usage error naming the option."""
+    try:
+        numbers = [int(part) for part in (text or "").split(",") if part.strip()]
+    except ValueError:
+        parser.error(f"{option} {text!r}: expected whole numbers separated by commas")
+    if any(number < least for number in numbers):
+        parser.error(f"{option} {text!r}: every number must be at least {least}")
+    return numbers
+
+
+def _stored(parser: argparse.ArgumentParser, engine, option: str, campaign_ids: list[int]) -> None:
+    """A usage error for campaign ids the store does not hold."""
+    with engine.connect() as connection:
+        known = {row[0] for row in connection.exec_driver_sql("SELECT id FROM campaigns")}
+    missing = [number for number in campaign_ids if number not in known]
+    if missing:
+        parser.error(f"{option}: no campaign {', '.join(map(str, missing))} in the store "
+                     f"(it holds {', '.join(map(str, sorted(known))) or 'none'})")
+
+
 def main() -> None:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the listing quietly
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("campaign", nargs="?", default="examples/local.toml", type=Path)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--db", type=Path, default=Path("agreement.db"))
-    parser.add_argument("--campaigns", help="stored campaign ids to set side by side, comma-separated (runs nothing); "
-                                            "with --replay, the campaigns whose launches are pooled (default: all)")
+    parser = argparse.ArgumentParser(
+        description="How often the same campaign, run again, gets the same class per compared row. Without "
+                    "--campaigns, --modes or --replay it RUNS the campaign --runs times into --db (the default "
+                    "campaign takes about 9 minutes a run on 2 cores).",
+)
+    parser.add_argument("campaign", nargs="?", default="examples/local.toml", type=Path,
+                        help="the campaign file to run (default: %(default)s)")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="runs back to back, and drawn campaigns per replay trial (default: %(default)s)")
+    parser.add_argument("--db", type=Path, default=Path("agreement.db"),
+                        help="the store the runs go into (default: %(default)s)")
+    parser.add_argument("--campaigns", help="stored campaign ids to set side by side, comma-separated (runs "
+                                            "nothing); with --replay, the campaigns whose launches are pooled "
+                                            "(default: all)")
     parser.add_argument("--modes", type=int, metavar="CAMPAIGN",
                         help="how often whole launches of a stored campaign run slow (runs nothing)")
-    parser.add_argument("--replay", help="launches per case to draw, comma-separated (runs nothing)")
-    parser.add_argument("--trials", type=int, default=6, help="replay: sets of --runs drawn campaigns per count")
-    parser.add_argument("--seed", type=int, default=1, help="replay: seed of the draws")
+    parser.add_argument("--replay", metavar="N,...", help="launches per case to draw, comma-separated (runs nothing)")
+    parser.add_argument("--trials", type=int, default=6,
+                        help="replay: sets of --runs drawn campaigns per count (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=1, help="replay: seed of the draws (default: %(default)s)")
     parser.add_argument("--floor", type=float, default=DEFAULT_FLOOR.relative,
                         help="the relative practical floor the classes are judged with (default: %(default)s)")
     args = parser.parse_args()
+    if not 0 < args.floor < 1:
+        parser.error(f"--floor {args.floor}: expected a fraction between 0 and 1, e.g. 0.1 for 10%")
+    if args.runs < 2 or args.trials < 1:
+        parser.error("--runs must be at least 2 and --trials at least 1")
     settings = Settings(floor=dataclasses.replace(DEFAULT_FLOOR, relative=args.floor))
-    if args.replay:
-        if not args.db.exists():
-            parser.error(f"--replay needs a store of campaigns: {args.db} does not exist (run `make agreement`)")
-        replay(open_database(str(args.db)), [int(count) for count in args.replay.split(",")], args.trials,
-               args.runs, args.seed, settings, [int(number) for number in (args.campaigns or "").split(",") if number])
-        return
+    campaign_ids = _numbers(parser, "--campaigns", args.campaigns, 1)
+    reading = args.replay or args.modes is not None or campaign_ids
+    if reading and not args.db.exists():
+        parser.error(f"{args.db} does not exist: run `make agreement` first, or name a store with --db")
     engine = open_database(str(args.db))
-    if args.modes:
+    if reading:
+        _stored(parser, engine, "--modes" if args.modes is not None else "--campaigns",
+                [args.modes] if args.modes is not None else campaign_ids)
+    if args.replay:
+        replay(engine, _numbers(parser, "--replay", args.replay, 2), args.trials, args.runs, args.seed, settings,
+               campaign_ids)
+    elif args.modes is not None:
         launch_modes(engine, args.modes)
-        return
-    if args.campaigns:
-        report([classes_of(campaign_rows(engine, int(number)), settings) for number in args.campaigns.split(",")],
+    elif campaign_ids:
+        report([classes_of(campaign_rows(engine, number), settings) for number in campaign_ids], differing=True)
+    else:
+        with engine.connect() as connection:
+            first = connection.exec_driver_sql("SELECT COALESCE(MAX(id), 0) FROM campaigns").scalar()
+        for number in range(1, args.runs + 1):
+            print(f"run {number}/{args.runs}: {run_campaign(args.db, args.campaign):.0f} s", flush=True)
+        report([classes_of(campaign_rows(engine, first + number), settings) for number in range(1, args.runs + 1)],
                differing=True)
-        return
-    with engine.connect() as connection:
-        first = connection.exec_driver_sql("SELECT COALESCE(MAX(id), 0) FROM campaigns").scalar()
-    for number in range(1, args.runs + 1):
-        print(f"run {number}/{args.runs}: {run_campaign(args.db, args.campaign):.0f} s", flush=True)
-    report([classes_of(campaign_rows(engine, first + number), settings) for number in range(1, args.runs + 1)],
-           differing=True)
 
 
 if __name__ == "__main__":

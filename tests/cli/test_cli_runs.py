@@ -15,6 +15,7 @@ from mpistack.store import open_database
 from mpistack.store.campaigns import start_campaign
 from mpistack.store.writer import write_runs
 from tests.analysis.synthetic import record_campaign
+from tests.helpers import plain_environment
 
 MPISTACK = [sys.executable, "-m", "mpistack.cli"]
 FAILURE = "exit status 139\nSegmentation fault in [/x] [bold]MPI_Init"
@@ -68,6 +69,10 @@ def test_runs_where_status_failed_lists_exactly_the_failed_run(store):
     # a column per tag after the run's own (the variant has its column already)
     assert csv_lines[0] == "run,campaign,status,stack,approach,variant,benchmark,placement,message,transport,case"
     assert len(csv_lines) == 3
+    # where the width allows, tags are columns; one every row shares is said once below
+    wide = mpistack("runs", "-w", "status!=ok", db=path, env={**plain_environment(), "COLUMNS": "250"}).stdout
+    assert wide.splitlines()[1].split()[-1] == "case" and "c1" in wide and "c2" in wide
+    assert re.search(r"^# every row: .*\bvariant default\b", wide, re.M)
     # a tag is a column one may name, even one the rows shown lack
     named = mpistack("runs", "-c", "run,case,origin", "-w", "status!=ok", db=path).stdout.splitlines()
     assert named[1].split() == ["run", "case", "origin"] and named[2].split() == [str(failed), "c1"]

@@ -244,6 +244,11 @@ def test_the_real_command_on_an_80_column_terminal(store):
     lines = plain(result.stdout).replace("\r", "").splitlines()
     assert lines and all(len(line) <= 80 for line in lines), max(lines, key=len)
     assert "failed" in result.stdout and LONG_STACK in result.stdout and "Segmentation" in result.stdout
+    # the count is one line above the table, however narrow the table
+    narrow = subprocess.run(["script", "-qec", f"{command} --limit 2 -c run", "/dev/null"], capture_output=True,
+                            text=True, timeout=120, env={"COLUMNS": "80", "LINES": "50", "PATH": "/usr/bin:/bin",
+                                                          "TERM": "xterm"})
+    assert plain(narrow.stdout).replace("\r", "").splitlines()[0] == "showing 2 of 5 runs"
 
 
 def test_the_notes_under_a_terminal_table_fit_its_width_and_never_part_a_column_from_its_value():

@@ -7,7 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOption, database, err, fail
+from .common import DbOption, FormatOption, OutputFormat, database, err, fail
+from .listing import ColumnsOption, Layout, WideOption, print_listing
+
+# On a terminal: the name to load it by first; the title and its source fold.
+REFERENCES_LAYOUT = Layout(noun="reference", priority=("name", "title", "source", "files"),
+                           fold=frozenset({"title", "source"}))
 
 
 def _print_report(report, what: str) -> None:
@@ -87,13 +92,17 @@ def ingest(
         raise typer.Exit(1)
 
 
-def references() -> None:
+def references(
+    output_format: FormatOption = OutputFormat.table,
+    columns: ColumnsOption = None,
+    wide: WideOption = False,
+) -> None:
     """List the published reference results shipped with mpistack (load with `ingest --reference`)."""
     from ..ingest import published
-    from ..report.tables import print_table
 
     rows = []
     for name, loaded in published.available().items():
         ref = loaded.reference
         rows.append({"name": name, "files": len(ref.data), "title": ref.title, "source": ref.source})
-    print_table(rows, ["name", "files", "title", "source"], title="published references")
+    print_listing(REFERENCES_LAYOUT, output_format, rows, rows, ("name", "files", "title", "source"),
+                  columns_option=columns, wide=wide, title=f"{len(rows)} published references")

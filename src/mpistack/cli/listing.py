@@ -43,6 +43,12 @@ class Layout:
     priority: tuple[str, ...]
     context: frozenset[str] = frozenset()
     fold: frozenset[str] = frozenset()
+    tags: frozenset[str] = frozenset()  # columns of the lowest priority, piped or not
+
+    def with_tags(self, tags: Sequence[str]) -> "Layout":
+        """Tags as columns of the lowest priority, said once when every row has the same value."""
+        return dataclasses.replace(self, priority=(*self.priority, *tags), context=self.context | set(tags),
+                                   tags=frozenset(tags))
 
 
 @dataclass
@@ -119,10 +125,10 @@ def fitting_width(stream: IO[str]) -> int | None:
 
 
 def _unfolded(layout: Layout) -> Layout:
-    """The layout of piped text, which cannot fold: free text takes its whole width, so it goes first when the
-    width is short."""
-    return dataclasses.replace(layout, fold=frozenset(),
-                               priority=tuple(sorted(layout.priority, key=lambda column: column in layout.fold)))
+    """The layout of piped text, which cannot fold: free text takes its whole width, so it is left out first
+    when the width is short (after the tags, which always go first)."""
+    return dataclasses.replace(layout, fold=frozenset(), priority=tuple(sorted(
+        layout.priority, key=lambda column: 2 if column in layout.tags else column in layout.fold)))
 
 
 def print_listing(layout: Layout, output_format: OutputFormat, records: list[dict], rows: list[dict],
@@ -168,7 +174,9 @@ def print_listing(layout: Layout, output_format: OutputFormat, records: list[dic
         table_width = max(width, sum(natural_width(table_rows, header) + GAP for header in headers))
     fold = {SHORT_HEADERS.get(column, column) for column in layout.fold} | set(layout.fold)
     print_table(table_rows, headers, title=title or count, stream=stream, fold=fold, width=table_width)
+    # piped, every line that is not a row starts with "#", as the count line does, for scripts to skip
+    mark = "" if terminal else "# "
     for note in notes:  # below the table, wrapped at the width between words (a terminal would cut words)
         # (a column and its value are joined by a no-break space until then: a line never parts them)
-        stream.write(textwrap.fill(note, width, break_long_words=False, break_on_hyphens=False).replace("\xa0", " ")
-                     + "\n")
+        stream.write(textwrap.fill(note, width, initial_indent=mark, subsequent_indent=mark, break_long_words=False,
+                                   break_on_hyphens=False).replace("\xa0", " ") + "\n")

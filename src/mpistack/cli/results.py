@@ -51,7 +51,7 @@ def results(
         tag_keys |= set(stored_tag_keys(store))
     tag_keys = sorted(tag_keys - set(OUTPUT_FIELDS))
     every = [*OUTPUT_FIELDS, *(STAT_FIELDS if stats or columns else ()), "transport", *tag_keys]
-    layout = RESULTS_LAYOUT
+    layout = RESULTS_LAYOUT.with_tags(tag_keys)
     if stats:  # asked for: shown after the value
         layout = replace(layout, priority=(*layout.priority[:5], *STAT_FIELDS, *layout.priority[5:]))
     every_column = wide or fitting_width(sys.stdout) is None  # (piped without COLUMNS: listing.py)

@@ -60,6 +60,6 @@ def runs(
     tag_keys = {key for row in rows for key in row["tags"]}
     if columns:  # a tag that the rows shown lack (--limit, --where) is still a column one may ask for
         tag_keys |= set(stored_tag_keys(store))
-    every = (*RUN_COLUMNS, *sorted(tag_keys - set(RUN_COLUMNS) - set(rows[0] if rows else ())))
-    print_listing(RUNS_LAYOUT, output_format, [{**row, "variant": row["tags"].get("variant")} for row in rows],
-                  run_lines(rows), every, columns_option=columns, wide=wide, total=total)
+    tags = sorted(tag_keys - set(RUN_COLUMNS) - set(rows[0] if rows else ()))
+    print_listing(RUNS_LAYOUT.with_tags(tags), output_format, [{**row, "variant": row["tags"].get("variant")} for row in rows],
+                  run_lines(rows), (*RUN_COLUMNS, *tags), columns_option=columns, wide=wide, total=total)

@@ -201,7 +201,8 @@ def render_command(
             needed = runtime.apptainer_env(s, binds, system=system)
             if needed:
                 err.print(f"note: the container also needs {' '.join(f'{k}={v}' for k, v in needed.items())} "
-                          f"(apptainer-{binds}.sh, written by --out, sets it)", highlight=False, soft_wrap=True)
+                          f"(apptainer-{binds}.sh, written by --out, sets {'it' if len(needed) == 1 else 'them'})",
+                          highlight=False, soft_wrap=True)
         return
     try:
         recipe = render(s, allow_unpinned=allow_unpinned)

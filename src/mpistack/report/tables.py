@@ -32,8 +32,8 @@ def print_table(rows: Sequence[dict], columns: Sequence[str], title: str | None 
         # Text, not str: stored values (messages, commands) may hold brackets that rich would read as markup.
         # Light rules and shared padding keep nine columns readable in 80 characters; rich narrows the widest
         # columns first. Long values fold onto more lines (nothing is lost); headers shorten with an ellipsis.
-        table = Table(title=Text(title) if title else None, header_style="bold", box=box.SIMPLE_HEAD,
-                      pad_edge=False, collapse_padding=True)
+        # (the title goes above the table on a line of its own: rich would wrap it to a narrow table's width)
+        table = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
         for column in columns:
             numeric = bool(rows) and isinstance(rows[0].get(column), (int, float))
             whole = numeric or (fold is not None and column not in fold)
@@ -42,7 +42,10 @@ def print_table(rows: Sequence[dict], columns: Sequence[str], title: str | None 
                              min_width=widest)
         for row in rows:
             table.add_row(*(Text(cell_text(row.get(column)), overflow="fold") for column in columns))
-        Console(file=stream, width=width).print(table)
+        console = Console(file=stream, width=width)
+        if title:
+            console.print(Text(title, style="italic"), soft_wrap=True)
+        console.print(table)
         return
     cells = [list(columns)] + [[cell_text(row.get(column)) for column in columns] for row in rows]
     widths = [max(len(line[index]) for line in cells) for index in range(len(columns))]
