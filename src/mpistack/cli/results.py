@@ -38,7 +38,10 @@ def results(
     wide: WideOption = False,
     db: DbOption = None,
 ) -> None:
-    """List stored results, one per benchmark, message size and metric."""
+    """List stored results, one per benchmark, message size and metric.
+
+    Tables and CSV have a column per field and per tag; JSON has every stored field (the library's version string
+    and its transport too), with the tags under "tags"."""
     from ..store.query import OUTPUT_FIELDS, STAT_FIELDS, count_matching, query_results, stored_tag_keys
 
     filters = where_filters(where)
