@@ -62,7 +62,9 @@ def swap_facts(case, resources) -> compat.LibfabricSwap:
                                 image_needs=image.needs)
 
 
-@APPROACHES.register("fabric-swap", image=True, mounts_host_libraries=True)
+# `refuses`: why the approach cannot serve a stack by its stack file alone (runtime files and the doctor ask it)
+@APPROACHES.register("fabric-swap", image=True, mounts_host_libraries=True,
+                     refuses=lambda spec: ucx_mismatch(spec.name, spec))
 class FabricSwap(Approach):
     def plan(self, case, resources, output, options, label) -> LaunchPlan:
         swap = swap_facts(case, resources)

@@ -182,16 +182,11 @@ def render_command(
         if env:
             print(runtime.env_script(s, gpu=gpu), end="")
         if binds:
-            from ..approaches.fabric_swap import ucx_mismatch
-
-            if binds == "fabric-swap" and (mismatch := ucx_mismatch(s.name, s)):  # the run refuses it so
-                err.print(f"[red]error:[/red] --binds fabric-swap: {escape(mismatch)}", highlight=False,
-                          soft_wrap=True)
-                raise typer.Exit(2)
             try:
                 paths = runtime.apptainer_binds(s, binds, system=system)
             except ValueError as error:
-                err.print(f"[red]error:[/red] --binds {escape(repr(binds))}: {escape(str(error))}", highlight=False)
+                err.print(f"[red]error:[/red] --binds {escape(repr(binds))}: {escape(str(error))}", highlight=False,
+                          soft_wrap=True)
                 raise typer.Exit(2) from None
             if paths:
                 print("\n".join(paths))

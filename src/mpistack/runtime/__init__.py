@@ -137,12 +137,21 @@ def edf(stack: Stack, *, image: str | None = None, mounts: list[str] | None = No
     return "\n".join(lines) + "\n"
 
 
+def refusal(stack: Stack, approach: str) -> str | None:
+    """Why `approach` cannot serve `stack` by its stack file alone (fabric-swap and a UCX build), else None:
+    the approach's own `refuses` capability, which its runs and the doctor give too."""
+    refuses = APPROACHES.get(approach).capabilities.get("refuses")
+    return refuses(stack) if refuses else None
+
+
 def apptainer_binds(stack: Stack, approach: str, *, system: str = DEFAULT_SYSTEM) -> list[str]:
     """HOST:CONTAINER bind specifications for `approach` on `system` (an approach the profile leaves out,
-    such as container, binds nothing). Raises ValueError for an unknown approach or a path that cannot be
-    written into a bind list."""
+    such as container, binds nothing). Raises ValueError for an unknown approach, one that cannot serve the
+    stack (`refusal`) or a path that cannot be written into a bind list."""
     profile = systems.load(system)
     paths = list(profile.paths(approach).binds)
+    if (refused := refusal(stack, approach)) is not None:
+        raise ValueError(refused)
     if approach in profile.gpu_runtime_for and stack.gpu.kind == "rocm":
         paths.append(stack.gpu.prefix or "/opt/rocm")
     return [check_bind(spec if ":" in spec else f"{spec}:{spec}", f"system {system}, approach {approach}")
@@ -167,11 +176,13 @@ def apptainer_script(stack: Stack, approach: str, *, system: str = DEFAULT_SYSTE
 
 def write_runtime(stack: Stack, directory: Path, *, gpu: bool | None = None,
                   system: str = DEFAULT_SYSTEM) -> list[Path]:
-    """env.sh, <name>.edf.toml and an Apptainer settings file per approach the system profile binds for."""
+    """env.sh, <name>.edf.toml and an Apptainer settings file per approach the system profile binds for and
+    that can serve the stack."""
     directory.mkdir(parents=True, exist_ok=True)
     gpu = stack.gpu.kind != "none" if gpu is None else gpu
     files = {"env.sh": env_script(stack, gpu=gpu), f"{_file_name(stack.name)}.edf.toml": edf(stack, gpu=gpu)}
-    for approach in (name for name in APPROACHES.names() if name in systems.load(system).approaches):
+    for approach in (name for name in APPROACHES.names()
+                     if name in systems.load(system).approaches and refusal(stack, name) is None):
         files[f"apptainer-{approach}.sh"] = apptainer_script(stack, approach, system=system)
     written = []
     for name, text in files.items():
