@@ -79,41 +79,44 @@ def list_command(
     except StackError as error:
         err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    rows, records, images = [], [], {}
+    records = []  # the data, as JSON gives it; the table's rows are made from it (_stack_row)
     for path in files:
-        origin = "" if catalogue.shipped(path) else "own"
+        record = {"name": path.stem, "file": str(path), "own": not catalogue.shipped(path), "problem": None}
         try:
             s = catalogue.load(str(path))
         except StackError as error:
-            problem = "; ".join(str(error).splitlines())  # one line: piped rows are lines
-            rows.append({"name": path.stem, "image tag": "invalid", "from": origin, "problem": problem})
-            records.append({"name": path.stem, "file": str(path), "own": bool(origin), "problem": problem})
+            records.append({**record, "problem": "; ".join(str(error).splitlines())})  # one line: rows are lines
             continue
-        transport = s.mpi.device + (f" ofi {s.libfabric.version}" if s.libfabric else "")
-        gpu = f"{s.gpu.kind} {s.gpu.version or ''}".strip() if s.gpu.kind != "none" else "-"
-        mode = s.mode if s.mode == "source" else f"{s.mode}/{s.mpi.channel}"
-        images[s.name] = s.image_ref()
-        rows.append({"name": s.name, "image tag": s.version_tag(), "mpi": f"{s.mpi.impl} {s.mpi.version}",
-                     "transport": transport, "gpu": gpu, "mode": mode, "from": origin})
-        # JSON gets the data itself, not its display strings
-        records.append({"name": s.name, "file": str(path), "own": bool(origin), "problem": None,
-                        "image": s.image_ref(), "image_tag": s.version_tag(), "mpi": s.mpi.impl,
-                        "mpi_version": s.mpi.version, "device": s.mpi.device,
+        records.append({**record, "name": s.name, "image": s.image_ref(), "image_tag": s.version_tag(),
+                        "mpi": s.mpi.impl, "mpi_version": s.mpi.version, "device": s.mpi.device,
                         "libfabric": s.libfabric.version if s.libfabric else None,
                         "gpu": None if s.gpu.kind == "none" else {"kind": s.gpu.kind, "version": s.gpu.version},
                         "mode": s.mode, "channel": None if s.mode == "source" else s.mpi.channel})
+    images = sorted(record["image"] for record in records if record.get("image"))
     try:
         container_engine = get_engine(engine)
-        built = container_engine.existing_images(sorted(images.values()))  # one inspect for all
+        built = container_engine.existing_images(images)  # one inspect for all
     except (EngineError, KeyError, ValueError) as error:
         err.print(f"[yellow]note:[/yellow] cannot tell which images are built: {escape(str(error))}", highlight=False)
         container_engine, built = None, set()
-    for row, record in zip(rows, records):
-        here = None if container_engine is None else images.get(row["name"]) in built
-        row["built"] = "?" if here is None else ("yes" if here else "no")
-        record["built"] = here
+    for record in records:
+        record["built"] = None if container_engine is None else record.get("image") in built
+    rows = [_stack_row(record) for record in records]
     print_listing(STACKS_LAYOUT, output_format, records, rows, STACK_COLUMNS, columns_option=columns, wide=wide,
                   title=f"{len(rows)} stacks, {len(built)} built here ({engine})")
+
+
+def _stack_row(record: dict) -> dict:
+    """A stack's line of the table, from its record."""
+    row = {"name": record["name"], "from": "own" if record["own"] else "",
+           "built": {None: "?", True: "yes", False: "no"}[record["built"]]}
+    if record["problem"]:
+        return {**row, "image tag": "invalid", "problem": record["problem"]}
+    gpu = record["gpu"]
+    return {**row, "image tag": record["image_tag"], "mpi": f"{record['mpi']} {record['mpi_version']}",
+            "transport": record["device"] + (f" ofi {record['libfabric']}" if record["libfabric"] else ""),
+            "gpu": f"{gpu['kind']} {gpu['version'] or ''}".strip() if gpu else "-",
+            "mode": record["mode"] if record["channel"] is None else f"{record['mode']}/{record['channel']}"}
 
 
 @stack_app.command("show")
