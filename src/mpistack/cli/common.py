@@ -51,6 +51,17 @@ def where_filters(where: list[str] | None) -> list:
         fail(str(error))
 
 
+def tag_columns(store, rows: list[dict], columns_option: str | None, fields) -> list[str]:
+    """The tags a listing has a column for, sorted: those of the rows shown, and with --columns every stored tag
+    (one the rows shown lack, under --limit or --where, may still be asked for); never one named like a field."""
+    from ..store.query import stored_tag_keys
+
+    keys = {key for row in rows for key in row["tags"]}
+    if columns_option:
+        keys |= set(stored_tag_keys(store))
+    return sorted(keys - set(fields))
+
+
 def check_where_keys(store, filters: list, runs_only: bool = False) -> None:
     """End the command when a filter names what no stored run has (a key that is neither a field nor a tag, a
     campaign), or with `runs_only` a result field: a typo would otherwise match nothing, silently."""

@@ -47,8 +47,8 @@ def compare(
     from ..analysis.compare import CompareError, compare as run_compare, parse_match
 
     try:
-        result = run_compare(database(db, must_exist=True), candidate, baseline, where_a=where_a or [], where_b=where_b or [],
-                             match=parse_match(match))
+        result = run_compare(database(db, must_exist=True), candidate, baseline, where_a=where_a or [],
+                             where_b=where_b or [], match=parse_match(match))
     except CompareError as error:
         fail(str(error))
     if output_format is CompareFormat.json:

@@ -27,14 +27,14 @@ def _print_report(report, what: str) -> None:
         err.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
     from ..ingest.files import run_ids
 
-    stored = f" ({run_ids(sorted(report.run_ids))})" if report.run_ids else ""
+    stored = f" ({run_ids(report.run_ids)})" if report.run_ids else ""
     note = f", {report.incomplete} incomplete" if report.incomplete else ""
     if report.replaced:
         note += f", replacing {report.replaced} earlier run(s)"
     if report.skipped:
         note += f"; {len(report.skipped)} file(s) already stored"
-    err.print(escape(f"{what}: {report.files} file(s), {report.runs} run(s){stored}, {report.results} result(s) stored{note}"
-                     + (f"; {len(report.errors)} file(s) rejected" if report.errors else "")),
+    err.print(escape(f"{what}: {report.files} file(s), {report.runs} run(s){stored}, {report.results} result(s) "
+                     f"stored{note}" + (f"; {len(report.errors)} file(s) rejected" if report.errors else "")),
               highlight=False, soft_wrap=True)
 
 

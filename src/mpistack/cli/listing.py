@@ -149,10 +149,11 @@ def print_listing(layout: Layout, output_format: OutputFormat, records: list[dic
     count = f"{len(rows):,} {layout.noun}(s)"
     if total is not None and total > len(rows):
         count = f"showing {len(rows):,} of {total:,} {layout.noun}s"
-    if not rows:  # a header row of nothing would only be wider than the terminal (CSV keeps its header)
-        stream.write(("" if stream.isatty() else "# ") + f"{title or count}\n")
-        return
     terminal = stream.isatty()
+    mark = "" if terminal else "# "  # piped, every line that is not a row starts with "#", for scripts to skip
+    if not rows:  # a header row of nothing would only be wider than the terminal (CSV keeps its header)
+        stream.write(f"{mark}{title or count}\n")
+        return
     width = width or fitting_width(stream)
     if requested:
         shown, notes = requested, []
@@ -174,8 +175,6 @@ def print_listing(layout: Layout, output_format: OutputFormat, records: list[dic
         table_width = max(width, sum(natural_width(table_rows, header) + GAP for header in headers))
     fold = {SHORT_HEADERS.get(column, column) for column in layout.fold} | set(layout.fold)
     print_table(table_rows, headers, title=title or count, stream=stream, fold=fold, width=table_width)
-    # piped, every line that is not a row starts with "#", as the count line does, for scripts to skip
-    mark = "" if terminal else "# "
     for note in notes:  # below the table, wrapped at the width between words (a terminal would cut words)
         # (a column and its value are joined by a no-break space until then: a line never parts them)
         stream.write(textwrap.fill(note, width, initial_indent=mark, subsequent_indent=mark, break_long_words=False,

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOption, FormatOption, OutputFormat, check_where_keys, reader, where_filters
+from .common import DbOption, FormatOption, OutputFormat, check_where_keys, reader, tag_columns, where_filters
 from .listing import ColumnsOption, Layout, WideOption, print_listing, fitting_width
 
 WHERE_HELP = ("Filter on {fields} or a tag: KEY=VALUE, KEY!=VALUE, and for numbers also <, <=, >, >= (quote those "
@@ -42,17 +42,14 @@ def results(
 
     Tables and CSV have a column per field and per tag; JSON has every stored field (the library's version string
     and its transport too), with the tags under "tags"."""
-    from ..store.query import OUTPUT_FIELDS, STAT_FIELDS, count_matching, query_results, stored_tag_keys
+    from ..store.query import OUTPUT_FIELDS, STAT_FIELDS, count_matching, query_results
 
     filters = where_filters(where)
     store = reader(db)
     check_where_keys(store, filters)
     rows = query_results(store, filters, limit)
     total = count_matching(store, filters) if limit and len(rows) == limit else None
-    tag_keys = {key for row in rows for key in row["tags"]}
-    if columns:  # a tag that the rows shown lack (--limit, --where) is still a column one may ask for
-        tag_keys |= set(stored_tag_keys(store))
-    tag_keys = sorted(tag_keys - set(OUTPUT_FIELDS))
+    tag_keys = tag_columns(store, rows, columns, OUTPUT_FIELDS)
     every = [*OUTPUT_FIELDS, *(STAT_FIELDS if stats or columns else ()), "transport", *tag_keys]
     layout = RESULTS_LAYOUT.with_tags(tag_keys)
     if stats:  # asked for: shown after the value

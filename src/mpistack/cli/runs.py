@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import DbOption, FormatOption, OutputFormat, check_where_keys, reader, where_filters
+from .common import DbOption, FormatOption, OutputFormat, check_where_keys, reader, tag_columns, where_filters
 from .listing import ColumnsOption, Layout, WideOption, print_listing
 from .results import WHERE_HELP
 
@@ -50,16 +50,14 @@ def runs(
     db: DbOption = None,
 ) -> None:
     """List stored runs, one per line, whatever their status (`--where status=failed` finds the failed ones)."""
-    from ..store.query import count_matching, query_runs, stored_tag_keys
+    from ..store.query import RUN_FIELDS, count_matching, query_runs
 
     filters = where_filters(where)
     store = reader(db)
     check_where_keys(store, filters, runs_only=True)
     rows = query_runs(store, filters, limit)
     total = count_matching(store, filters, runs=True) if limit and len(rows) == limit else None
-    tag_keys = {key for row in rows for key in row["tags"]}
-    if columns:  # a tag that the rows shown lack (--limit, --where) is still a column one may ask for
-        tag_keys |= set(stored_tag_keys(store))
-    tags = sorted(tag_keys - set(RUN_COLUMNS) - set(rows[0] if rows else ()))
-    print_listing(RUNS_LAYOUT.with_tags(tags), output_format, [{**row, "variant": row["tags"].get("variant")} for row in rows],
-                  run_lines(rows), (*RUN_COLUMNS, *tags), columns_option=columns, wide=wide, total=total)
+    tags = tag_columns(store, rows, columns, (*RUN_COLUMNS, *RUN_FIELDS))
+    print_listing(RUNS_LAYOUT.with_tags(tags), output_format,
+                  [{**row, "variant": row["tags"].get("variant")} for row in rows], run_lines(rows),
+                  (*RUN_COLUMNS, *tags), columns_option=columns, wide=wide, total=total)

@@ -31,7 +31,6 @@ PLACING_FIELDS = ("stack", "approach", "ranks", "nodes")
 @dataclass
 class IngestReport:
     files: int = 0
-    runs: int = 0
     results: int = 0
     incomplete: int = 0
     replaced: int = 0  # runs removed because their file was stored again (--replace) or their reference changed
@@ -44,9 +43,12 @@ class IngestReport:
         """Count one file's runs, once they are written as `ids`."""
         self.files += 1
         self.run_ids.extend(ids)
-        self.runs += len(runs)
         self.results += sum(run.result_count for run in runs)
         self.incomplete += sum(1 for run in runs if run.incomplete)
+
+    @property
+    def runs(self) -> int:
+        return len(self.run_ids)
 
     def warnings(self) -> list[str]:
         """One line per set of missing context: which files, which tags to add."""
