@@ -39,7 +39,7 @@ from mpistack.analysis.answers import Settings, answer
 from mpistack.analysis.evidence import Row, RowKey, load_rows
 from mpistack.analysis.statistics import DEFAULT_FLOOR
 from mpistack.store import open_database
-from mpistack.store.query import Where
+from mpistack.store.query import Where, campaign_summaries, query_results, query_runs
 
 ClassKey = tuple  # a compared row without its scope: key fields and the baseline it was compared with
 Launch = dict  # one launch of a row: its figure per size
@@ -61,28 +61,36 @@ def classes_of(rows: dict[RowKey, Row], settings: Settings) -> dict[ClassKey, st
     return out
 
 
+def stored_campaigns(engine) -> list[int]:
+    """The ids of the campaigns in the store, oldest first."""
+    return [summary["id"] for summary in campaign_summaries(engine)]
+
+
 def campaign_rows(engine, campaign_id: int) -> dict[RowKey, Row]:
     return load_rows(engine, [Where("campaign", "=", campaign_id)])
 
 
-def report(runs: list[dict[ClassKey, str]], *, differing: bool) -> tuple[float, int]:
-    """Print how far the runs agree; returns the share of rows with one class in all of them, and the number of
-    contradicting rows."""
+def agreement(runs: list[dict[ClassKey, str]]) -> tuple[list[ClassKey], list[ClassKey], list[ClassKey]]:
+    """The rows compared in any of the runs, those with one class in all of them, and those that contradict
+    themselves (Y in one run, (Y) in another)."""
     rows = sorted(set().union(*runs))
     same = [row for row in rows if len({run.get(row) for run in runs}) == 1]
     contradicting = [row for row in rows if {"Y", "(Y)"} <= {run.get(row) for run in runs}]
-    share = len(same) / len(rows)
-    print(f"{len(same)} of {len(rows)} rows ({share:.1%}) got the same class in all {len(runs)} runs; "
+    return rows, same, contradicting
+
+
+def report(runs: list[dict[ClassKey, str]]) -> None:
+    """Print how far the runs agree, the classes of each and the rows that differ."""
+    rows, same, contradicting = agreement(runs)
+    print(f"{len(same)} of {len(rows)} rows ({len(same) / len(rows):.1%}) got the same class in all {len(runs)} runs; "
           f"{len(contradicting)} row(s) were Y in one run and (Y) in another")
-    if differing:
-        for number, run in enumerate(runs, start=1):
-            print(f"  run {number}: " + ", ".join(f"{label} {count}"
-                                                  for label, count in sorted(Counter(run.values()).items())))
-        for row in rows:
-            if row not in same:
-                print("  differs: " + " · ".join(str(part) for part in row[:4]) + f" vs {row[-1]}: "
-                      + " / ".join(run.get(row, "-") for run in runs))
-    return share, len(contradicting)
+    for number, run in enumerate(runs, start=1):
+        counts = sorted(Counter(run.values()).items())
+        print(f"  run {number}: " + ", ".join(f"{label} {count}" for label, count in counts))
+    for row in rows:
+        if row not in same:
+            print("  differs: " + " · ".join(str(part) for part in row[:4]) + f" vs {row[-1]}: "
+                  + " / ".join(run.get(row, "-") for run in runs))
 
 
 # --- replay: campaigns drawn from the stored launches -------------------------------------------------------------
@@ -128,9 +136,7 @@ def drawn_campaign(pool: dict[RowKey, tuple[Row, list[Launch]]], launches: int,
 def replay(engine, counts: list[int], trials: int, runs: int, seed: int, settings: Settings,
            campaign_ids: list[int] | None = None) -> None:
     """Agreement of drawn campaigns; the pool is every stored campaign, or the ones named."""
-    if not campaign_ids:
-        with engine.connect() as connection:
-            campaign_ids = [row[0] for row in connection.exec_driver_sql("SELECT id FROM campaigns ORDER BY id")]
+    campaign_ids = campaign_ids or stored_campaigns(engine)
     pool = pooled_launches(engine, campaign_ids)
     per_case = sorted(len(launches) for _, launches in pool.values() if launches)
     print(f"pool: {len(campaign_ids)} campaign(s), {len(pool)} cases, "
@@ -144,9 +150,9 @@ def replay(engine, counts: list[int], trials: int, runs: int, seed: int, setting
             drawn = [classes_of(drawn_campaign(pool, count, rng), settings) for _ in range(runs)]
             for classes in drawn:
                 labels.update(classes.values())
-            rows = set().union(*drawn)
-            shares.append(sum(len({run.get(row) for run in drawn}) == 1 for row in rows) / len(rows))
-            contradictions += sum({"Y", "(Y)"} <= {run.get(row) for run in drawn} for row in rows)
+            rows, same, contradicting = agreement(drawn)
+            shares.append(len(same) / len(rows))
+            contradictions += len(contradicting)
         total = sum(labels.values())
         print(f"{count:>8}  {sum(shares) / len(shares):>10.1%}  {contradictions / trials:>13.2f}  "
               + ", ".join(f"{label} {labels[label] / total:.0%}" for label in ("Y", "(Y)", "?", "N")))
@@ -161,16 +167,14 @@ def launch_modes(engine, campaign_id: int) -> None:
     """How often whole launches of a campaign run slow, whether slow launches come in clusters, and in which
     approaches: each launch's slowness is the median over its sizes of log(figure / its case's median figure),
     oriented so that positive is slower."""
-    with engine.connect() as connection:
-        runs = connection.exec_driver_sql(
-            "SELECT id, stack, approach, benchmark, (SELECT value FROM run_tags WHERE run_id = runs.id AND "
-            "key = 'variant') FROM runs WHERE campaign_id = ? AND status = 'ok' ORDER BY started_at, id",
-            (campaign_id,)).all()
-        figures: dict[int, dict] = {}
-        for run_id, size, metric, value in connection.exec_driver_sql(
-                "SELECT run_id, size, metric, value FROM results WHERE run_id IN "
-                "(SELECT id FROM runs WHERE campaign_id = ?) AND value > 0", (campaign_id,)):
-            figures.setdefault(run_id, {})[(size, metric)] = value
+    filters = [Where("campaign", "=", campaign_id), Where("status", "=", "ok")]
+    figures: dict[int, dict] = {}
+    for result in query_results(engine, filters):
+        if result["value"] > 0:
+            figures.setdefault(result["run"], {})[(result["size"], result["metric"])] = result["value"]
+    # in the order they were recorded, which is the order a local campaign launched them in
+    runs = [(run["run"], run["stack"], run["approach"], run["benchmark"], run["tags"].get("variant"))
+            for run in query_runs(engine, filters)]
     cases: dict[tuple, list[int]] = {}
     for run_id, *case in runs:
         cases.setdefault(tuple(case), []).append(run_id)
@@ -213,8 +217,7 @@ def _numbers(parser: argparse.ArgumentParser, option: str, text: str | None, lea
 
 def _stored(parser: argparse.ArgumentParser, engine, option: str, campaign_ids: list[int]) -> None:
     """A usage error for campaign ids the store does not hold."""
-    with engine.connect() as connection:
-        known = {row[0] for row in connection.exec_driver_sql("SELECT id FROM campaigns")}
+    known = stored_campaigns(engine)
     missing = [number for number in campaign_ids if number not in known]
     if missing:
         parser.error(f"{option}: no campaign {', '.join(map(str, missing))} in the store "
@@ -265,14 +268,12 @@ def main() -> None:
     elif args.modes is not None:
         launch_modes(engine, args.modes)
     elif campaign_ids:
-        report([classes_of(campaign_rows(engine, number), settings) for number in campaign_ids], differing=True)
+        report([classes_of(campaign_rows(engine, number), settings) for number in campaign_ids])
     else:
-        with engine.connect() as connection:
-            first = connection.exec_driver_sql("SELECT COALESCE(MAX(id), 0) FROM campaigns").scalar()
+        first = max(stored_campaigns(engine), default=0)
         for number in range(1, args.runs + 1):
             print(f"run {number}/{args.runs}: {run_campaign(args.db, args.campaign):.0f} s", flush=True)
-        report([classes_of(campaign_rows(engine, first + number), settings) for number in range(1, args.runs + 1)],
-               differing=True)
+        report([classes_of(campaign_rows(engine, first + number), settings) for number in range(1, args.runs + 1)])
 
 
 if __name__ == "__main__":
