@@ -112,6 +112,9 @@ class VariantEntry(_Model):
     approaches: list[str] | None = Field(None, description="shell patterns; default: every approach but native")
     #: the variant whose native runs this one is compared with
     baseline: Name = "default"
+    #: an A/A control: a harmless setting on the system MPI, compared with the system MPI itself, so that the
+    #: answer can state how often this machine tells two identical configurations apart
+    control: bool = False
 
     @model_validator(mode="after")
     def _valid(self) -> "VariantEntry":
