@@ -1,0 +1,221 @@
+"""Machine bounds: what the machine a campaign ran on can do at all, measured there before its first case.
+
+A figure means something only against what the machine allows (Hoefler & Belli, "Scientific Benchmarking of
+Parallel Computing Systems", SC15, rule 11: "show upper performance bounds to facilitate interpretability of
+the measured results", https://htor.inf.ethz.ch/publications/img/hoefler-scientific-benchmarking.pdf):
+
+* ``memcpy``: one core copying a message, in cache (the same buffers again and again) and from memory (buffers
+  larger than the caches). No transport between two ranks of one node moves bytes faster than a copy in
+  cache: a bandwidth above it is an in-cache figure (the benchmark reused a buffer that stayed in cache), not
+  a faster transport.
+* ``tcp``: an MPI forced onto TCP over the loopback (Open MPI, ``--mca btl tcp,self``), latency and bandwidth
+  per size: the lower bound. A figure on TCP's side says the run fell back to sockets (or to something no
+  better).
+* ``shm``: the host MPI's own 1-byte latency between two ranks of one node, per MPI family: the shared-memory
+  floor.
+
+Units as OSU: bandwidth in MB/s (1e6 bytes per second), latency in microseconds. Every figure is the median
+over a few launches with their minimum and maximum (the machine is noisy; the launch is the unit of evidence).
+
+Pure: no I/O except ``load_bounds``, which reads the store (store/bounds.py); campaign/bounds.py measures and
+stores them, the doctor and the report read them through ``MachineBounds``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Iterable, Literal
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+#: Kinds of bound, as stored (one ``BoundFigure.kind`` each).
+MEMCPY_CACHE = "memcpy-cache"
+MEMCPY_MEMORY = "memcpy-memory"
+TCP_LATENCY = "tcp-latency"
+TCP_BANDWIDTH = "tcp-bandwidth"
+SHM_LATENCY = "shm-latency"
+KINDS = (MEMCPY_CACHE, MEMCPY_MEMORY, TCP_LATENCY, TCP_BANDWIDTH, SHM_LATENCY)
+UNITS = {MEMCPY_CACHE: "MB/s", MEMCPY_MEMORY: "MB/s", TCP_LATENCY: "us", TCP_BANDWIDTH: "MB/s", SHM_LATENCY: "us"}
+
+#: A bandwidth this much above the in-cache memcpy figure of its size is above the bound: a copy measured on a
+#: noisy machine varies by this much between launches, so a figure within it is not called impossible.
+MEMCPY_TOLERANCE = 0.10
+#: The margin around TCP's figure within which a figure is "on TCP's side", at most: it shrinks when the
+#: measured gap between the shared-memory floor and TCP is narrower (see ``MachineBounds.tcp_margin``).
+MAX_TCP_MARGIN = 0.25
+
+
+@dataclass(frozen=True)
+class BoundFigure:
+    """One bound at one message size (None for a bound without one): the median over ``launches`` launches."""
+
+    kind: str  # one of KINDS
+    size: int | None
+    value: float  # median over launches: MB/s or microseconds (UNITS[kind])
+    low: float  # the smallest and largest launch's figure: the spread
+    high: float
+    launches: int
+    mpi: str = ""  # the MPI family measured (shm-latency: one per family; tcp: openmpi); "" for memcpy
+
+    @property
+    def unit(self) -> str:
+        return UNITS[self.kind]
+
+    @property
+    def spread(self) -> float:
+        """(high - low) / median: how far apart the launches were, relative."""
+        return (self.high - self.low) / self.value if self.value else math.inf
+
+
+@dataclass(frozen=True)
+class BoundSource:
+    """How one kind of bound was measured: provenance for the report and the doctor."""
+
+    kind: str  # one of KINDS
+    mpi: str  # the MPI family measured, "" for memcpy
+    host: str
+    command: str  # the exact command line of one launch
+    library_version: str  # MPI_Get_library_version's first line ("" for memcpy: libc)
+    measured_at: datetime
+    launches: int  # launches that gave figures
+    status: str = "ok"  # ok, timeout, failed: a hang or a failure is recorded, never fatal
+    message: str = ""  # what went wrong, first lines
+
+
+@dataclass(frozen=True)
+class MachineBounds:
+    """The bounds measured on one node (locally: this host) for one campaign.
+
+    Look-ups take a message size and answer for it: the figure at that size when measured, else interpolated
+    on a log-log scale between the measured sizes around it, else the nearest measured size's (a bound is
+    flat beyond the measured range to the precision that matters here); None when that kind was not measured.
+    """
+
+    host: str
+    cpu_model: str
+    kernel: str
+    figures: tuple[BoundFigure, ...] = ()
+    sources: tuple[BoundSource, ...] = ()
+    network: str = "not measured"  # inter-node link under Slurm: what was measured, or that it was not
+
+    # -- look-ups ---------------------------------------------------------------------------------------
+
+    def of(self, kind: str, mpi: str | None = None) -> tuple[BoundFigure, ...]:
+        """The figures of one kind (and MPI family, when given), by size."""
+        return tuple(sorted((f for f in self.figures if f.kind == kind and (mpi is None or f.mpi == mpi)),
+                            key=lambda f: f.size or 0))
+
+    def figure_at(self, kind: str, size: int, mpi: str | None = None) -> float | None:
+        """The bound of `kind` at `size` (interpolated as the class says), None when not measured."""
+        return _at(self.of(kind, mpi), size)
+
+    def memcpy_mbs(self, size: int, where: Literal["cache", "memory"] = "cache") -> float | None:
+        """One core's memcpy bandwidth (MB/s) for a message of `size` bytes, in cache or from memory."""
+        return self.figure_at(MEMCPY_CACHE if where == "cache" else MEMCPY_MEMORY, size)
+
+    def tcp_latency_us(self, size: int) -> float | None:
+        """The latency (us) of an MPI over TCP loopback at `size` bytes."""
+        return self.figure_at(TCP_LATENCY, size)
+
+    def tcp_bandwidth_mbs(self, size: int) -> float | None:
+        """The bandwidth (MB/s) of an MPI over TCP loopback at `size` bytes."""
+        return self.figure_at(TCP_BANDWIDTH, size)
+
+    def shm_latency_us(self, mpi: str | None = None) -> float | None:
+        """The shared-memory floor: the host MPI's native 1-byte latency (us), of the family `mpi` when given,
+        else the lowest of the families measured."""
+        values = [f.value for f in self.of(SHM_LATENCY, mpi)]
+        return min(values) if values else None
+
+    # -- judgements -------------------------------------------------------------------------------------
+
+    def above_memcpy(self, size: int, mbs: float) -> bool:
+        """Whether a bandwidth of `mbs` MB/s at `size` bytes is above one core's in-cache memcpy of that size
+        (by more than MEMCPY_TOLERANCE): an in-cache figure, not a faster transport. False when memcpy was
+        not measured."""
+        bound = self.memcpy_mbs(size, "cache")
+        return bound is not None and mbs > bound * (1 + MEMCPY_TOLERANCE)
+
+    def tcp_margin(self) -> float:
+        """The relative margin around TCP's figures within which a figure counts as "on TCP's side": a quarter
+        of the measured gap between the shared-memory floor and TCP's 1-byte latency (on a log scale), at most
+        MAX_TCP_MARGIN, so that a margin never reaches halfway to the shared-memory side. MAX_TCP_MARGIN when
+        either was not measured."""
+        shm, tcp = self.shm_latency_us(), self.tcp_latency_us(1)
+        if not shm or not tcp or tcp <= shm:
+            return MAX_TCP_MARGIN
+        return min(MAX_TCP_MARGIN, math.exp(math.log(tcp / shm) / 4) - 1)
+
+    def tcp_side(self, metric: str, size: int, figure: float) -> bool | None:
+        """Whether `figure` for `metric` ("latency" in us, "bandwidth"/"bi-bandwidth" in MB/s) at `size` bytes is
+        on TCP's side: a latency no better than TCP loopback's less the margin, a bandwidth no better than TCP's
+        plus the margin. None when TCP was not measured for that metric (no claim either way)."""
+        margin = self.tcp_margin()
+        if metric == "latency":
+            tcp = self.tcp_latency_us(size)
+            return None if tcp is None else figure >= tcp * (1 - margin)
+        tcp = self.tcp_bandwidth_mbs(size)
+        if tcp is None:
+            return None
+        # bi-directional bandwidth moves twice the bytes: TCP's one-way figure doubled is its counterpart
+        return figure <= tcp * (2 if metric == "bi-bandwidth" else 1) * (1 + margin)
+
+    # -- words ------------------------------------------------------------------------------------------
+
+    def mpi_versions(self) -> dict[str, str]:
+        """The MPI library versions measured, by family."""
+        return {s.mpi: s.library_version for s in self.sources if s.mpi and s.library_version}
+
+    def describe(self) -> str:
+        """One line naming the machine and the MPI libraries the bounds were measured with."""
+        versions = "; ".join(f"{mpi}: {version}" for mpi, version in sorted(self.mpi_versions().items()))
+        return f"{self.host} ({self.cpu_model}, Linux {self.kernel})" + (f", {versions}" if versions else "")
+
+    def failures(self) -> tuple[BoundSource, ...]:
+        """The kinds whose measurement timed out or failed."""
+        return tuple(s for s in self.sources if s.status != "ok")
+
+
+def _at(figures: tuple[BoundFigure, ...], size: int) -> float | None:
+    """Log-log interpolation between the figures around `size`, the nearest end's figure outside them."""
+    sized = [f for f in figures if f.size is not None and f.size > 0]
+    if not sized:
+        return figures[0].value if figures else None
+    for figure in sized:
+        if figure.size == size:
+            return figure.value
+    if size <= sized[0].size:
+        return sized[0].value
+    if size >= sized[-1].size:
+        return sized[-1].value
+    below = max((f for f in sized if f.size < size), key=lambda f: f.size)
+    above = min((f for f in sized if f.size > size), key=lambda f: f.size)
+    weight = (math.log(size) - math.log(below.size)) / (math.log(above.size) - math.log(below.size))
+    return math.exp(math.log(below.value) + weight * (math.log(above.value) - math.log(below.value)))
+
+
+def bounds_from(host: dict, figures: Iterable[BoundFigure], sources: Iterable[BoundSource]) -> MachineBounds:
+    """A MachineBounds from a host record (host, cpu_model, kernel, network) and its figures and sources."""
+    return MachineBounds(host=host.get("host", ""), cpu_model=host.get("cpu_model", ""),
+                         kernel=host.get("kernel", ""), figures=tuple(figures), sources=tuple(sources),
+                         network=host.get("network") or "not measured")
+
+
+def load_bounds(engine: "Engine", campaign_id: int, host: str | None = None) -> MachineBounds | None:
+    """The bounds measured for a campaign on `host` (default: the first node measured; locally the only one),
+    the newest per kind when several were; None when none were."""
+    from ..store.bounds import read_bounds
+
+    stored = read_bounds(engine, campaign_id, host)
+    if stored is None:
+        return None
+    host, figures, sources = stored
+    return bounds_from(host, (BoundFigure(**f) for f in figures), (BoundSource(**s) for s in sources))
+
+
+__all__ = ["KINDS", "MAX_TCP_MARGIN", "MEMCPY_CACHE", "MEMCPY_MEMORY", "MEMCPY_TOLERANCE", "SHM_LATENCY",
+           "TCP_BANDWIDTH", "TCP_LATENCY", "UNITS", "BoundFigure", "BoundSource", "MachineBounds", "bounds_from",
+           "load_bounds"]
