@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpistack.campaign.probe import VERBOSE_ENV
-from mpistack.parsers.transport import KEYS, describe_transport, parse_transport
+from mpistack.parsers.transport import KEYS, describe_transport, parse_transport, path_of
 
 DATA = Path(__file__).parent / "data" / "transport"
 
@@ -89,3 +89,48 @@ def test_noise_never_raises_and_gives_only_known_keys_with_text_values(lines, mp
     assert set(found) <= set(KEYS)
     assert all(isinstance(value, str) and value for value in found.values())
     describe_transport(found)
+
+
+@pytest.mark.parametrize("name, nolocal, intra, inter", [
+    # the wheel's MPICH over libfabric: its own shared memory between local ranks, the provider between nodes;
+    # under MPIR_CVAR_NOLOCAL=1 local ranks go through the provider too
+    ("mpich432-ofi-default.txt", False, ("shm", "MPICH ch4 shm"), ("tcp", "libfabric provider sockets")),
+    ("mpich432-ofi-tcp.txt", False, ("shm", "MPICH ch4 shm"), ("tcp", "libfabric provider tcp")),
+    ("mpich432-ofi-tcp.txt", True, ("tcp", "libfabric provider tcp (MPIR_CVAR_NOLOCAL=1)"),
+     ("tcp", "libfabric provider tcp")),
+    # Debian's ch4:ucx: UCX's endpoint lanes are the path (UCX_TLS=tcp leaves local ranks only tcp)
+    ("mpich402-ucx-native.txt", False, ("shm", "UCX sysv/memory,cma/memory"), None),
+    ("mpich402-ucx-tls-tcp.txt", True, ("tcp", "UCX tcp/lo,tcp/eth0"), ("tcp", "UCX tcp/lo,tcp/eth0")),
+    # Open MPI: the BTL it chose for a peer on its own node (the probe had no remote peer)
+    ("openmpi414-native.txt", False, ("shm", "btl vader"), None),
+    ("openmpi414-btl-tcp.txt", False, ("tcp", "btl tcp"), None),
+    ("openmpi508-native.txt", False, ("shm", "btl sm"), None),
+])
+def test_the_intra_and_inter_node_paths_are_recorded_apart(name, nolocal, intra, inter):
+    found = parse_transport((DATA / name).read_text(), "openmpi" if name.startswith("openmpi") else "mpich", nolocal)
+    assert (found["intra"], found["intra_via"]) == intra
+    assert ((found["inter"], found["inter_via"]) if "inter" in found else None) == inter
+    assert path_of(found, 1) == intra
+    if inter:
+        assert path_of(found, 2) == inter
+
+
+def test_open_mpi_peers_on_another_node_are_the_inter_node_path():
+    text = ("[n1:00011] mca: bml: Using self btl for send to [[5,1],0] on node n1\n"
+            "[n1:00011] mca: bml: Using vader btl for send to [[5,1],1] on node n1\n"
+            "[n1:00011] mca: bml: Using tcp btl for send to [[5,1],2] on node n2\n"
+            "[n1:00011] select: component ob1 selected\n")
+    found = parse_transport(text, "openmpi")
+    assert (found["intra"], found["inter"]) == ("shm", "tcp")
+    assert (found["intra_via"], found["inter_via"]) == ("btl vader", "btl tcp")
+
+
+def test_a_record_stored_before_paths_falls_back_to_its_network():
+    """Records of earlier campaigns: the network class, and MPICH's shared memory where the probe noted it."""
+    noted = {"mpi": "mpich", "layer": "ofi", "provider": "sockets", "network": "tcp",
+             "note": "ranks on one node talk through MPICH's shared memory unless MPIR_CVAR_NOLOCAL=1"}
+    assert path_of(noted, 1) == ("shm", "MPICH ch4 shm")
+    assert path_of(noted, 2) == ("tcp", "sockets")
+    assert path_of({"network": "tcp", "transports": "tcp/lo"}, 1) == ("tcp", "tcp/lo")
+    assert path_of({}, 1) == (None, "") and path_of(None, 2) == (None, "")
+    assert describe_transport(noted).startswith("ofi provider sockets (tcp)")

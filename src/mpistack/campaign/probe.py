@@ -84,7 +84,9 @@ def evidence(mpi: str, launch: LaunchPlan, execution: Execution) -> dict[str, st
     """The transport record of a probe that ended (or a note saying why it tells nothing)."""
     if execution.interrupted:
         return failed(mpi, "interrupted")
-    found = parse_transport(f"{execution.stdout}\n{execution.stderr}", mpi)
+    # MPICH sends to ranks of its own node through its netmod, not its shared memory, under MPIR_CVAR_NOLOCAL=1
+    nolocal = launch.env.get("MPIR_CVAR_NOLOCAL") == "1" or "MPIR_CVAR_NOLOCAL=1" in launch.argv
+    found = parse_transport(f"{execution.stdout}\n{execution.stderr}", mpi, nolocal)
     if execution.timed_out:
         # a library that hangs in MPI_Finalize has already said what it used: keep that, and say it hung
         hung = failed(mpi, f"no answer within {PROBE_TIMEOUT:g} s")
@@ -95,11 +97,6 @@ def evidence(mpi: str, launch: LaunchPlan, execution: Execution) -> dict[str, st
         return failed(mpi, f"exit status {execution.exit_code}: {first_error_line(execution)}")
     if set(found) <= {"mpi"}:
         return {"probe": describe(mpi), "mpi": mpi, "note": "the library printed no transport lines"}
-    nolocal = launch.env.get("MPIR_CVAR_NOLOCAL") == "1" or "MPIR_CVAR_NOLOCAL=1" in launch.argv
-    if found.get("layer") == "ofi" and not nolocal and "note" not in found:
-        # MPICH's own shared memory (ch4:shm) carries messages between ranks of one node; its summary names
-        # only the netmod's provider
-        found["note"] = "ranks on one node talk through MPICH's shared memory unless MPIR_CVAR_NOLOCAL=1"
     return found
 
 

@@ -11,6 +11,15 @@ The messages read here are the libraries' own, as printed on this kind of machin
   to ...`, `mca_smsc_base_select: selected shared-memory single-copy component: cma` (5.x) or the
   `btl_vader_single_copy_mechanism=cma` parameter (4.x), and each BTL's `btl_X_eager_limit=N`.
 
+Ranks on one node and ranks on different nodes may take different paths, so a record names both: ``intra`` and
+``inter`` (a class: shm, tcp or fabric) with ``intra_via`` and ``inter_via`` (what carried them). MPICH's ch4:ofi
+builds move messages between local ranks through MPICH's own shared memory (ch4 shm) unless MPIR_CVAR_NOLOCAL=1
+(MPICH's README, "ch4 device"), and their summary names only the netmod's provider, so the intra-node path of
+such a build is read from the environment the ranks ran with, not from the output. Debian's MPICH 4.0.2
+(ch4:ucx) sends local messages through UCX: with UCX_TLS=tcp its 1 B latency is 3.6 us with or without
+MPIR_CVAR_NOLOCAL=1, against 0.33 us by default (mpistack-bench latency, 2 ranks, on a 2-core Debian 12 KVM
+guest). Open MPI names the node of each peer it picks a BTL for, so its two paths are told apart by node.
+
 `parse_transport` is pure and never raises: noise gives an empty or partial answer.
 """
 
@@ -21,7 +30,11 @@ import re
 #: the keys of a transport record (Provenance.transport); absent when unknown
 # in the order a person reads them (mpistack show prints them so): what carried the messages first, how it
 # was learnt last
-KEYS = ("layer", "transports", "provider", "network", "single_copy", "eager_limit", "mpi", "probe", "note")
+KEYS = ("intra", "intra_via", "inter", "inter_via", "layer", "transports", "provider", "network", "single_copy",
+        "eager_limit", "mpi", "probe", "note")
+#: the classes a path (and ``network``, the class of the library's network layer) may take
+SHM, TCP, FABRIC = "shm", "tcp", "fabric"
+MPICH_SHM = "MPICH ch4 shm"
 
 _UCX_EP_CFG = re.compile(r"ep_cfg\[\d+\]:\s*tag\(([^)]*)\)")
 _UCX_WARN = re.compile(r"UCX\s+(?:WARN|ERROR)\s+(.+)")
@@ -31,6 +44,8 @@ _UCX_NETMOD = re.compile(r"^==== UCX netmod Capability ====", re.MULTILINE)
 _OMPI_PML = re.compile(r"select: component (\w+) selected")
 _OMPI_PML_UCX_FAILED = re.compile(r"PML (\w+) cannot be selected")
 _OMPI_BTL = re.compile(r"mca: bml: Using (\w+) btl for send to")
+#: the same line with the process's own node (its prefix) and the peer's, when Open MPI prints them
+_OMPI_BTL_NODES = re.compile(r"\[([^:\]\s]+):\d+\] mca: bml: Using (\w+) btl for send to \S+ on node (\S+)")
 _OMPI_SMSC = re.compile(r"selected shared-memory single-copy component: (\w+)")
 _OMPI_NO_SMSC = re.compile(r"no shared-memory single-copy component available")
 _OMPI_VADER_COPY = re.compile(r"\bbtl_(?:vader|sm)_single_copy_mechanism=(\w+)")
@@ -46,10 +61,11 @@ _SHM_PROVIDERS = {"shm", "sm2"}
 _SHM_BTLS = {"vader", "sm", "self", "smcuda"}
 
 
-def parse_transport(text: str, mpi: str) -> dict[str, str]:
-    """The transport record a probe's output supports (keys: KEYS); `mpi` is "mpich" or "openmpi"."""
+def parse_transport(text: str, mpi: str, nolocal: bool = False) -> dict[str, str]:
+    """The transport record a probe's output supports (keys: KEYS); `mpi` is "mpich" or "openmpi"; `nolocal`:
+    the ranks ran with MPIR_CVAR_NOLOCAL=1 (MPICH sends to local ranks through its netmod)."""
     try:
-        found = _openmpi(text) if mpi == "openmpi" else _mpich(text)
+        found = _openmpi(text) if mpi == "openmpi" else _mpich(text, nolocal)
     except Exception:  # noqa: BLE001 - evidence is best effort: a library's odd output never fails a run
         found = {}
     if mpi in ("mpich", "openmpi"):
@@ -80,9 +96,30 @@ def _ucx(text: str) -> dict[str, str]:
         found["network"] = "fabric"
     if copy and "single_copy" not in found:
         found["single_copy"] = copy
+    found.update(_ucx_paths(peers))
     warning = _UCX_WARN.search(text)
     if warning:
         found["note"] = warning.group(1).strip()[:200]
+    return found
+
+
+def _ucx_class(names: set[str]) -> str:
+    if names <= _SHM_UCX:
+        return SHM
+    return TCP if not names - _SHM_UCX - {"tcp"} else FABRIC
+
+
+def _ucx_paths(peers: list[list[str]]) -> dict[str, str]:
+    """An endpoint whose lanes are all shared memory reaches a rank on the same node; one with a network lane
+    reaches a remote rank, or a local one where no shared-memory endpoint exists (UCX_TLS=tcp, no shared IPC)."""
+    local = [lane for lane in peers if _ucx_class({item.split("/")[0] for item in lane}) == SHM]
+    remote = [lane for lane in peers if lane not in local]
+    found = {}
+    for path, lanes in (("intra", local or remote), ("inter", remote)):
+        if lanes:
+            transports = _unique(item for lane in lanes for item in lane)
+            found[path] = _ucx_class({item.split("/")[0] for item in transports})
+            found[f"{path}_via"] = "UCX " + ",".join(transports)
     return found
 
 
@@ -94,12 +131,18 @@ def _provider_network(provider: str) -> str:
     return "fabric"
 
 
-def _mpich(text: str) -> dict[str, str]:
+def _mpich(text: str, nolocal: bool) -> dict[str, str]:
     found = _ucx(text)
     provider = _OFI_PROVIDER.search(text)
     if provider:
         name = provider.group(1)
-        found.update(probe="MPIR_CVAR_DEBUG_SUMMARY=1", layer="ofi", provider=name, network=_provider_network(name))
+        network = _provider_network(name)
+        found.update(probe="MPIR_CVAR_DEBUG_SUMMARY=1", layer="ofi", provider=name, network=network,
+                     inter=network, inter_via=f"libfabric provider {name}")
+        if nolocal:
+            found.update(intra=network, intra_via=f"libfabric provider {name} (MPIR_CVAR_NOLOCAL=1)")
+        else:
+            found.update(intra=SHM, intra_via=MPICH_SHM)
         short = _OFI_SHORT_SEND.search(text)
         if short:
             found["eager_limit"] = short.group(1)
@@ -129,9 +172,13 @@ def _openmpi(text: str) -> dict[str, str]:
         first = btls[0]
         if first in eager:
             found["eager_limit"] = eager[first]
+        found.update(_btl_paths(text, btls))
     mtl = _OMPI_MTL_PROVIDER.search(text)
     if mtl:
-        found.update(provider=mtl.group(1), network=_provider_network(mtl.group(1)))
+        # the cm PML sends every message, local or remote, through the MTL's provider
+        network = _provider_network(mtl.group(1))
+        found.update(provider=mtl.group(1), network=network, intra=network, inter=network,
+                     intra_via=f"mtl ofi provider {mtl.group(1)}", inter_via=f"mtl ofi provider {mtl.group(1)}")
     smsc = _OMPI_SMSC.search(text)
     vader = _OMPI_VADER_COPY.search(text)
     if smsc:
@@ -148,15 +195,53 @@ def _openmpi(text: str) -> dict[str, str]:
     return found
 
 
+def _btl_class(btls: set[str]) -> str:
+    return SHM if btls <= _SHM_BTLS else TCP if btls <= _SHM_BTLS | {"tcp"} else FABRIC
+
+
+def _btl_paths(text: str, btls: list[str]) -> dict[str, str]:
+    """The BTLs Open MPI chose for peers on its own node and on others (every peer counts as local where the
+    lines name no node: a probe always has a local peer)."""
+    local, remote = [], []
+    for own, btl, peer in _OMPI_BTL_NODES.findall(text):
+        if btl != "self":
+            (local if own == peer else remote).append(btl)
+    if not local and not remote:
+        local = [name for name in btls if name != "self"] or btls
+    found = {}
+    for path, names in (("intra", _unique(local)), ("inter", _unique(remote))):
+        if names:
+            found[path] = _btl_class(set(names))
+            found[f"{path}_via"] = "btl " + ",".join(names)
+    return found
+
+
+def path_of(record: dict | None, nodes: int | None) -> tuple[str | None, str]:
+    """The class and carrier of the path the ranks of a placement took: between ranks of one node when
+    ``nodes`` is 1, between nodes otherwise. Records stored before paths were recorded fall back to their
+    ``network`` (and to MPICH's shared memory where the probe noted it)."""
+    record = record or {}
+    path = "intra" if (nodes or 1) <= 1 else "inter"
+    if record.get(path):
+        return record[path], record.get(f"{path}_via", "")
+    if path == "intra" and "MPICH's shared memory" in (record.get("note") or ""):
+        return SHM, MPICH_SHM
+    return record.get("network"), record.get("transports") or record.get("provider") or ""
+
+
 def describe_transport(record: dict | None) -> str:
-    """One line for a person: layer, transports or provider, network class, single-copy mechanism."""
+    """One line for a person: the path between ranks of one node and between nodes where recorded (else the
+    layer, transports or provider and network class), the single-copy mechanism, the eager limit, the note."""
     if not record:
         return ""
-    parts = [record.get("layer"), record.get("transports"),
-             f"provider {record['provider']}" if record.get("provider") else None,
-             f"({record['network']})" if record.get("network") else None,
-             f"single-copy {record['single_copy']}" if record.get("single_copy") else None,
-             f"eager limit {record['eager_limit']} B" if record.get("eager_limit") else None]
-    text = " ".join(part for part in parts if part)
+    paths = [f"{name} {record[path]}" + (f" ({record[path + '_via']})" if record.get(path + "_via") else "")
+             for path, name in (("intra", "intra-node"), ("inter", "inter-node")) if record.get(path)]
+    parts = paths or [" ".join(part for part in (
+        record.get("layer"), record.get("transports"),
+        f"provider {record['provider']}" if record.get("provider") else None,
+        f"({record['network']})" if record.get("network") else None) if part)]
+    parts += [f"single-copy {record['single_copy']}" if record.get("single_copy") else "",
+              f"eager limit {record['eager_limit']} B" if record.get("eager_limit") else ""]
+    text = (", " if paths else " ").join(part for part in parts if part)
     note = record.get("note")
     return "; ".join(part for part in (text, note) if part)
