@@ -129,10 +129,15 @@ def container(case: Case, resources: Resources, label: str, env: dict[str, str],
               *, per_rank: bool = False, mounts: list[str] = (), passthrough: list[str] = (),
               preserve_fds: int = 0) -> ContainerRun:
     """One container of a case, with the campaign's work directory mounted at the same path. Ranks in
-    one container per rank share the host's IPC namespace (shared-memory transport) and process ids."""
+    one container per rank share the host's IPC namespace (shared-memory transport) and process ids, unless the
+    case's variant says otherwise (its shm_size and share_ipc: how a fault campaign takes them away)."""
     workdir = str(resources.workdir)
+    variant = case.variant
+    share_ipc = per_rank if variant is None or variant.share_ipc is None else variant.share_ipc
+    shm_size = {"shm_size": variant.shm_size} if variant is not None and variant.shm_size else {}
     return ContainerRun(image=resources.images[case.stack.name], argv=list(argv), env=env, label=label,
-                        mounts=[f"{workdir}:{workdir}", *mounts], share_ipc=per_rank, share_pid=per_rank,
+                        mounts=[f"{workdir}:{workdir}", *mounts], share_ipc=share_ipc, share_pid=per_rank,
+                        **shm_size,
                         single_copy=case.approach.single_copy, passthrough=list(passthrough),
                         preserve_fds=preserve_fds)
 
@@ -143,7 +148,9 @@ def confinement(run: ContainerRun) -> str:
     each), which lets it see and signal the host's processes."""
     if run.single_copy:
         return "single-copy"
-    return "host-ipc-pid" if run.share_ipc or run.share_pid else "default"
+    if run.share_ipc:
+        return "host-ipc-pid"
+    return "host-pid" if run.share_pid else "default"  # host-pid: a container per rank with a private /dev/shm
 
 
 def container_plan(case: Case, resources: Resources, argv: list[str], output: Path | None, label: str,

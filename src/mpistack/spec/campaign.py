@@ -33,6 +33,11 @@ DEFAULT_VARIANT = "default"
 CASE_RECORDED_FIELDS = frozenset({"stack", "approach", "launcher", "ranks", "nodes", "buffers"})
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", max_length=100)]
+#: the doctor's finding ids (a rule's, or a known message's in data/doctor/signatures.toml)
+FindingId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=100)]
+FindingIds = FindingId | Annotated[list[FindingId], Field(min_length=1)]
+#: what a control variant expects: no finding
+NO_CAUSE = "none"
 
 
 class CampaignError(ValueError):
@@ -115,11 +120,20 @@ class VariantEntry(_Model):
     #: an A/A control: a harmless setting on the system MPI, compared with the system MPI itself, so that the
     #: answer can state how often this machine tells two identical configurations apart
     control: bool = False
+    #: container options of its cases: a private /dev/shm of this size (podman's --shm-size), and whether ranks
+    #: in a container each share the host's IPC namespace (None: the approach's choice)
+    shm_size: Annotated[str, Field(pattern=r"^[0-9]+[bkmg]?$")] | None = None
+    share_ipc: bool | None = None
+    #: the cause this variant injects, as the doctor's finding id (or the ids that name it), or "none" for a
+    #: control: `mpistack doctor --campaign NAME --score` checks the doctor against it (docs/doctor.md)
+    expect: FindingIds | None = None
 
     @model_validator(mode="after")
     def _valid(self) -> "VariantEntry":
         if self.name == DEFAULT_VARIANT:
             raise ValueError(f"{DEFAULT_VARIANT!r} is the name of the plain cases; choose another variant name")
+        if isinstance(self.expect, list) and NO_CAUSE in self.expect and len(self.expect) > 1:
+            raise ValueError(f"expect: {NO_CAUSE!r} (a control) cannot be listed beside a cause")
         bad = [key for key in self.env if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key)]
         if bad:
             raise ValueError(f"env: {bad[0]!r} is not an environment variable name (letters, digits, _)")

@@ -1,0 +1,69 @@
+"""A variant's container options reach the containers of its cases only: a small /dev/shm, or a container per
+rank without the host's IPC namespace (how the fault campaign, examples/faults.toml, takes them away)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mpistack.approaches import HostFacts, Resources, plan
+from mpistack.campaign.matrix import expand, resolve_stacks
+from mpistack.engines import PodmanEngine
+from mpistack.spec.campaign import CampaignError, load_campaign_text
+
+CAMPAIGN = """
+name = "options"
+approaches = ["container", "hybrid"]
+benchmarks = ["latency"]
+[[stack]]
+name = "pip-mpich"
+[[variant]]
+name = "small-shm"
+shm_size = "4m"
+approaches = ["container"]
+[[variant]]
+name = "private-ipc"
+share_ipc = false
+approaches = ["hybrid"]
+"""
+
+
+@pytest.fixture
+def flags():
+    campaign = load_campaign_text(CAMPAIGN, "options.toml")
+    stacks = resolve_stacks(campaign)
+    resources = Resources(engine=PodmanEngine(runtime="runc"), workdir=Path("/scratch/options"),
+                          host=HostFacts(is_root=True), images={"pip-mpich": "localhost/mpistack/pip-mpich:x"})
+
+    def of(approach: str, variant: str) -> tuple[str, str]:
+        case = next(case for case in expand(campaign, stacks)
+                    if case.approach.name == approach and case.variant_name == variant)
+        facts = plan(case, resources, None, [], "label").facts
+        return facts["confinement"], facts["container_flags"]
+    return of
+
+
+def test_shm_size_reaches_only_its_variant(flags):
+    assert flags("container", "small-shm") == ("default", "--shm-size 4m")
+    assert flags("container", "default") == ("default", "--shm-size 1g")
+
+
+def test_per_rank_containers_without_the_hosts_ipc(flags):
+    assert flags("hybrid", "private-ipc") == ("host-pid", "--shm-size 1g --pid host")
+    assert flags("hybrid", "default") == ("host-ipc-pid", "--ipc host --pid host")
+
+
+@pytest.mark.parametrize("line, message", [('shm_size = "lots"', "shm_size"),
+                                           ('expect = ["none", "single-copy"]', "cannot be listed beside"),
+                                           ('expect = "TCP on node"', "expect")])
+def test_bad_variant_options_are_refused(line, message):
+    with pytest.raises(CampaignError, match=message):
+        load_campaign_text(CAMPAIGN.replace('shm_size = "4m"', line), "options.toml")
+
+
+def test_expect_is_kept_as_written():
+    campaign = load_campaign_text(CAMPAIGN.replace('shm_size = "4m"', 'expect = "shm-target-full"'), "x.toml")
+    assert campaign.variants[0].expect == "shm-target-full"
+    listed = load_campaign_text(CAMPAIGN.replace('shm_size = "4m"', 'expect = ["a", "b"]'), "x.toml")
+    assert listed.variants[0].expect == ["a", "b"]
