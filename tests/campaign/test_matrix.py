@@ -54,7 +54,7 @@ def _campaign(extra: str = ""):
 def test_every_case_runs_plain_and_once_per_variant_that_applies():
     cases = expand(_campaign())
     per_combination = {}
-    for case in cases:
+    for case in (case for case in cases if case.launch == 1):  # a baseline's extra launches aside
         per_combination.setdefault((case.stack.name, case.approach.name, case.variant_name), 0)
         per_combination[(case.stack.name, case.approach.name, case.variant_name)] += 1
     assert per_combination == {

@@ -9,7 +9,6 @@ reason (recorded as skipped).
 from __future__ import annotations
 
 import fnmatch
-import random
 
 from pydantic import ValidationError
 
@@ -20,6 +19,7 @@ from ..spec.campaign import (ApproachEntry, BenchmarkEntry, Campaign, CampaignEr
 from ..spec.case import Case, CampaignStack, resolve_stack
 from ..spec.stack import StackError
 from ..spec.toml_files import describe_errors
+from .schedule import ScheduledCase, schedule
 
 
 def resolve_stacks(campaign: Campaign) -> list[CampaignStack]:
@@ -66,9 +66,11 @@ def _variants(campaign: Campaign, stack: CampaignStack, approach: ApproachEntry)
     return [None, *(variant for variant in campaign.variants if variant.applies(stack.name, approach.name))]
 
 
-def expand(campaign: Campaign, stacks: list[CampaignStack] | None = None, seed: int | None = None) -> list[Case]:
-    """Every case of the campaign, interleaved in a random order (see `interleave`); `seed` defaults to the
-    campaign's own."""
+def expand(campaign: Campaign, stacks: list[CampaignStack] | None = None,
+           seed: int | None = None) -> list[ScheduledCase]:
+    """Every case of the campaign in run order: rounds of blocks, every candidate next to its baselines, a
+    baseline launched once per block it serves (campaign/schedule.py); `seed` defaults to the campaign's
+    own."""
     stacks = stacks if stacks is not None else resolve_stacks(campaign)
     cases = []
     for stack in stacks:
@@ -85,32 +87,5 @@ def expand(campaign: Campaign, stacks: list[CampaignStack] | None = None, seed: 
         cases = [case for case in cases if any(_matches(case, condition) for condition in campaign.include)]
     cases = [case for case in cases if not any(_matches(case, condition) for condition in campaign.exclude)]
     if campaign.order == "matrix":
-        return interleave(cases, None)
-    return interleave(cases, campaign.seed if seed is None else seed)
-
-
-def interleave(cases: list[Case], seed: int | None = 0) -> list[Case]:
-    """The order that makes repeats independent and comparisons fair (Hoefler & Belli, SC15, section 4.2.1).
-
-    Rounds follow each other by repeat: round r runs the r-th launch of every case, so a machine whose load
-    drifts during a campaign affects every side alike instead of whichever ran last. Within a round the
-    cases that are compared with each other (one benchmark, placement and buffers) stay together, and both
-    the groups and the cases inside each group come in a random order drawn from `seed`: no side always
-    runs first, right after another benchmark or in a warm cache. `seed = None` keeps the listed order.
-    """
-    def group(case: Case) -> tuple:
-        return (case.benchmark.name, case.placement.label, case.buffers)
-
-    rng = random.Random(seed) if seed is not None else None
-    ordered: list[Case] = []
-    for repeat in sorted({case.repeat for case in cases}):
-        groups: dict[tuple, list[Case]] = {}
-        for case in (case for case in cases if case.repeat == repeat):
-            groups.setdefault(group(case), []).append(case)
-        members = list(groups.values())
-        if rng is not None:
-            rng.shuffle(members)
-            for member in members:
-                rng.shuffle(member)
-        ordered += [case for member in members for case in member]
-    return ordered
+        return schedule(cases, None, blocks=False)
+    return schedule(cases, campaign.seed if seed is None else seed)
