@@ -38,6 +38,7 @@ def doctor(
     shm_size: Annotated[Optional[str], typer.Option("--shm-size", metavar="SIZE", help="Image check: the container's /dev/shm size (podman syntax, e.g. 64m) \\[default: mpistack's].")] = None,
     env: Annotated[Optional[list[str]], typer.Option("--env", "-e", metavar="KEY=VALUE", help="Environment for the probe or the plan; repeatable.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
+    score: Annotated[bool, typer.Option("--score", help="With --campaign: score the findings against the causes its variants inject (expect = ...): precision and recall; exit 1 when recall < 90% or precision < 95%.")] = False,
     db: DbOption = None,
 ) -> None:
     """Why a stack is slow or fails: checks of this host, an image, stored runs or a planned case, each with its
@@ -49,6 +50,8 @@ def doctor(
                                        ("--stack", stack)) if given is not None]
     if len(chosen) > 1:
         fail(f"{' and '.join(chosen)}: choose one subject to diagnose")
+    if score:
+        _score(campaign, db)
     if (stack is None) != (approach is None):
         fail("--stack and --approach go together: the stack and how a campaign would deploy it")
     for name, family in (("--mpi", mpi), ("--host-mpi", host_mpi)):
@@ -94,7 +97,6 @@ def doctor(
 def _stored(run_id, campaign, db):
     """Findings on stored runs, what was looked at, and per configuration the transport its runs recorded."""
     from ..doctor import examine_runs
-    from ..store.campaigns import campaign_name, latest_campaign
     from ..store.query import Where, run_record
 
     store = database(db, must_exist=True)
@@ -104,12 +106,37 @@ def _stored(run_id, campaign, db):
         filters = [Where("run", "=", run_id)]
         findings, transports = examine_runs(store, filters)
         return findings, [f"run {run_id}"], transports
-    number = int(campaign) if campaign.isdigit() else latest_campaign(store, campaign)
-    if number is None or campaign_name(store, number) is None:
-        fail(f"no campaign {campaign!r} in {db_name(db)}")
+    number = _campaign_number(store, campaign, db)
     filters = [Where("campaign", "=", number)]
     findings, transports = examine_runs(store, filters)
     return findings, [f"campaign #{number}"], transports
+
+
+def _score(campaign, db) -> None:
+    """--score: the fault matrix's table and figures (docs/doctor.md); exits 1 below the targets."""
+    from ..doctor.score import score_campaign, score_table, summary
+
+    if campaign is None:
+        fail("--score scores a fault campaign: give --campaign NAME")
+    store = database(db, must_exist=True)
+    number = _campaign_number(store, campaign, db)
+    result = score_campaign(store, number)
+    if not result.configurations:
+        fail(f"campaign #{number} declares no expected causes (expect = ... in its variants)")
+    out.print(f"mpistack doctor: fault matrix of campaign #{number}", highlight=False)
+    out.print(score_table(result))
+    out.print(summary(result), highlight=False)
+    raise typer.Exit(0 if result.passed else 1)
+
+
+def _campaign_number(store, campaign: str, db) -> int:
+    """A stored campaign's id: the number given, or the latest campaign of that name."""
+    from ..store.campaigns import campaign_name, latest_campaign
+
+    number = int(campaign) if campaign.isdigit() else latest_campaign(store, campaign)
+    if number is None or campaign_name(store, number) is None:
+        fail(f"no campaign {campaign!r} in {db_name(db)}")
+    return number
 
 
 def _plan(stack_name, approach, ranks, host_mpi, env):
