@@ -25,6 +25,7 @@ from ..spec.status import RunStatus
 from ..store.campaigns import campaign_statuses, finished_case_keys, lock_campaign, start_campaign, unlock_campaign
 from ..store.database import StoreUnavailable
 from . import journal, probe, stages
+from .bounds import measure_for_campaign
 from .batch import BatchRun
 from .matrix import expand, resolve_stacks
 from .estimate import estimate
@@ -143,6 +144,7 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
                   + (f", {already} already done" if already else "") + f"; order seed {campaign.seed}; "
                   + escape(size.describe()), highlight=False)
     prepare(todo, resources, say=lambda text: console.print(f"[dim]{escape(text)}[/dim]"))
+    measure_for_campaign(campaign, campaign_id, todo, database, console)  # what the machine allows, stored with it
     batch = LAUNCHERS.get(campaign.launcher).capabilities.get("batch")
     launcher = (SlurmLauncher(slurm.settings(campaign.slurm)) if batch else
                 LocalLauncher(resources.engine, state_dir=resources.workdir / "running",

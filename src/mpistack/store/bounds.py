@@ -101,3 +101,26 @@ def bound_hosts(engine: Engine, campaign_id: int) -> list[str]:
         hosts = connection.execute(select(BOUNDS.c.host).where(BOUNDS.c.campaign_id == campaign_id)
                                    .order_by(BOUNDS.c.id)).scalars()
         return list(dict.fromkeys(hosts))
+
+
+def copy_recent(engine: Engine, campaign_id: int, host: str, since: datetime,
+                skip: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Copy to the campaign the newest ok bound of each (kind, mpi) that another campaign measured on `host`
+    after `since`, but those in `skip`; the (kind, mpi) copied. A copy keeps its measurement's time and says
+    which campaign measured it."""
+    with write_transaction(engine) as connection:
+        rows = connection.execute(
+            select(BOUNDS).where(BOUNDS.c.host == host, BOUNDS.c.status == "ok", BOUNDS.c.measured_at >= since,
+                                 BOUNDS.c.campaign_id != campaign_id).order_by(BOUNDS.c.id.desc()))
+        newest: dict[tuple[str, str], dict] = {}
+        for row in rows:
+            key = (row.kind, row.mpi)
+            if key not in skip and key not in newest:
+                copy = dict(row._mapping)
+                del copy["id"]
+                copy["message"] = f"measured for campaign {copy['campaign_id']}"
+                copy["campaign_id"] = campaign_id
+                newest[key] = copy
+        if newest:
+            connection.execute(insert(BOUNDS), list(newest.values()))
+    return list(newest)

@@ -1,0 +1,71 @@
+"""MachineBounds: look-ups per size, the memcpy flag and TCP's side, from made-up figures."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from mpistack.analysis.bounds import (MAX_TCP_MARGIN, MEMCPY_TOLERANCE, BoundFigure, BoundSource, MachineBounds)
+
+
+def figures(kind, by_size, mpi=""):
+    return [BoundFigure(kind, size, value, value * 0.9, value * 1.2, 3, mpi) for size, value in by_size.items()]
+
+
+def source(kind, mpi, version, status="ok"):
+    return BoundSource(kind, mpi, "node1", "cmd", version, datetime(2026, 11, 26, tzinfo=timezone.utc), 3, status)
+
+
+MACHINE = MachineBounds(
+    host="node1", cpu_model="Test CPU", kernel="6.1.0",
+    figures=tuple(figures("memcpy-cache", {1: 800.0, 1024: 100_000.0, 1048576: 16_000.0})
+                  + figures("memcpy-memory", {1: 80.0, 1024: 7000.0, 1048576: 10_000.0})
+                  + figures("tcp-latency", {1: 3.5, 1048576: 200.0}, "openmpi")
+                  + figures("tcp-bandwidth", {1: 0.4, 1048576: 1500.0}, "openmpi")
+                  + figures("shm-latency", {1: 0.3}, "mpich") + figures("shm-latency", {1: 0.25}, "openmpi")),
+    sources=(source("tcp-latency", "openmpi", "Open MPI v4.1.4"), source("shm-latency", "mpich", "MPICH Version: 4.0.2"),
+             source("memcpy-cache", "", "", "timeout")))
+
+
+def test_lookups_exact_interpolated_and_clamped():
+    assert MACHINE.memcpy_mbs(1024) == 100_000.0
+    assert MACHINE.memcpy_mbs(1024, "memory") == 7000.0
+    # halfway between 1 and 1 MiB on a log scale: the geometric mean of the figures there
+    assert MACHINE.tcp_latency_us(1024) == pytest.approx((3.5 * 200.0) ** 0.5)
+    assert MACHINE.tcp_bandwidth_mbs(4 * 1048576) == 1500.0 and MACHINE.tcp_bandwidth_mbs(0) == 0.4
+    assert MACHINE.shm_latency_us() == 0.25 and MACHINE.shm_latency_us("mpich") == 0.3
+    empty = MachineBounds("h", "", "")
+    assert empty.memcpy_mbs(8) is None and empty.shm_latency_us() is None
+    assert not empty.above_memcpy(8, 1e12) and empty.tcp_side("latency", 1, 100.0) is None
+
+
+def test_a_figure_above_the_in_cache_copy_is_flagged_within_a_tolerance():
+    bound = MACHINE.memcpy_mbs(1048576)
+    assert MACHINE.above_memcpy(1048576, 71_000.0)  # the 71 GB/s "faster than native" row
+    assert not MACHINE.above_memcpy(1048576, bound * (1 + MEMCPY_TOLERANCE) * 0.99)
+    assert MACHINE.above_memcpy(1048576, bound * (1 + MEMCPY_TOLERANCE) * 1.01)
+
+
+def test_tcp_side_for_latency_and_bandwidth():
+    # 0.25 us shm against 3.5 us TCP: a 14x gap, whose fourth root (1.93) exceeds the cap
+    assert MACHINE.tcp_margin() == MAX_TCP_MARGIN
+    assert MACHINE.tcp_side("latency", 1, 3.0)  # within 25% below TCP's 3.5 us
+    assert not MACHINE.tcp_side("latency", 1, 0.4)  # shared memory
+    assert MACHINE.tcp_side("bandwidth", 1048576, 1700.0)
+    assert not MACHINE.tcp_side("bandwidth", 1048576, 9000.0)
+    assert MACHINE.tcp_side("bi-bandwidth", 1048576, 3000.0)  # TCP's one-way figure counts twice
+
+
+def test_the_margin_narrows_with_the_gap_between_shared_memory_and_tcp():
+    close = MachineBounds("h", "", "", figures=tuple(figures("tcp-latency", {1: 1.2})
+                                                     + figures("shm-latency", {1: 1.0}, "mpich")))
+    assert close.tcp_margin() == pytest.approx(1.2 ** 0.25 - 1)
+    assert not close.tcp_side("latency", 1, 1.1)  # between the two, nearer the shm floor than the margin allows
+
+
+def test_describe_names_the_machine_and_the_libraries():
+    text = MACHINE.describe()
+    assert text.startswith("node1 (Test CPU, Linux 6.1.0)")
+    assert "openmpi: Open MPI v4.1.4" in text and "mpich: MPICH Version: 4.0.2" in text
+    assert [s.kind for s in MACHINE.failures()] == ["memcpy-cache"]
