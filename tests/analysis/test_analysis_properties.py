@@ -35,21 +35,40 @@ def test_ratio_lies_in_its_interval(candidate, baseline, higher_is_better, seed)
 
 @PROPERTY
 @given(sample | noisy, sample | noisy, st.booleans(), st.integers(0, 2**31))
-def test_verdicts_follow_their_rules(candidate, baseline, higher_is_better, seed):
+def test_verdicts_follow_the_one_interval_rule(candidate, baseline, higher_is_better, seed):
+    """One interval decides: wholly below the band is slower, wholly above faster, inside at speed; a verdict
+    needs 6 launches a side; so at speed and slower can never both hold (the gap between Y and (Y))."""
     result = compare_size(candidate, baseline, higher_is_better=higher_is_better, seed=seed)
+    decided = result.verdict is not Verdict.INCONCLUSIVE
+    if decided:
+        assert min(result.n_candidate, result.n_baseline) >= 6
     if result.verdict is Verdict.SLOWER:
-        assert result.p_value < 0.05 and result.ratio < result.floor_low
+        assert result.ci_high < result.floor_low
     elif result.verdict is Verdict.FASTER:
-        assert result.p_value_faster < 0.05 and result.ratio > result.floor_high
+        assert result.ci_low > result.floor_high
     elif result.verdict is Verdict.AT_SPEED:
         assert result.floor_low <= result.ci_low and result.ci_high <= result.floor_high
-        assert min(result.n_candidate, result.n_baseline) >= 6
     else:
         assert result.reason
-        if min(len(candidate), len(baseline)) == 3 == max(len(candidate), len(baseline)):
-            assert result.too_few_launches
-    if max(len(candidate), len(baseline)) <= 3:
-        assert result.verdict is Verdict.INCONCLUSIVE  # 1 / C(6, 3) = 0.05 is not below 0.05
+        inside = result.floor_low <= result.ci_low and result.ci_high <= result.floor_high
+        beyond = result.ci_high < result.floor_low or result.ci_low > result.floor_high
+        assert result.too_few_launches or not (inside or beyond)
+
+
+@PROPERTY
+@given(st.lists(st.floats(-0.5, 0.5), min_size=6, max_size=24), st.floats(0.5, 2.0), st.booleans())
+def test_paired_interval_holds_its_estimate_and_follows_the_rule(log_ratios, base, higher_is_better):
+    baseline = [base * (1 + 0.01 * i) for i in range(len(log_ratios))]
+    factor = [math.exp(d if higher_is_better else -d) for d in log_ratios]
+    candidate = [b * f for b, f in zip(baseline, factor)]
+    result = compare_size(candidate, baseline, higher_is_better=higher_is_better, paired=(candidate, baseline),
+                          floor=NO_ABSOLUTE)
+    assert result.paired and result.n_pairs == len(log_ratios)
+    assert result.ci_low <= result.ratio <= result.ci_high
+    if result.verdict is Verdict.SLOWER:
+        assert result.ci_high < 0.9
+    if result.verdict is Verdict.AT_SPEED:
+        assert 0.9 <= result.ci_low and result.ci_high <= 1.1
 
 
 @PROPERTY

@@ -111,10 +111,7 @@ def test_three_launches_per_side_is_never_slower_and_says_why(higher_is_better):
     result = compare_size(candidate, baseline, higher_is_better=higher_is_better)
     assert result.verdict is Verdict.INCONCLUSIVE
     assert result.too_few_launches
-    assert result.p_value == pytest.approx(0.05)  # the smallest an exact test can give: 1 / C(6, 3)
-    assert "too few launches (3 and 3)" in result.reason
-    assert "cannot reach p < 0.05" in result.reason
-    assert "smallest possible p = 0.05" in result.reason
+    assert result.reason.startswith("too few launches (3 and 3) for a verdict (needs 6)")
     assert result.launches_needed is not None and result.launches_needed >= MIN_LAUNCHES
     assert result.ratio < 0.5  # the ratio is still reported
 
@@ -128,19 +125,15 @@ def test_smallest_p_value():
     assert smallest_p_value(0, 5) == 1.0
 
 
-def test_four_launches_can_be_slower_but_not_at_speed():
+def test_a_verdict_needs_six_launches_a_side_unless_told_otherwise():
     rng = np.random.default_rng(3)
     slow = compare_size(launches(rng, 50.0, 0.02, 4), launches(rng, 100.0, 0.02, 4), higher_is_better=True)
-    assert slow.verdict is Verdict.SLOWER, slow.reason
-    assert slow.p_value == pytest.approx(1 / 70)
-    same = compare_size([100.0, 100.1, 99.9, 100.05], [100.0, 100.02, 99.95, 100.1], higher_is_better=True)
-    assert same.verdict is Verdict.INCONCLUSIVE
-    assert same.too_few_launches and "at-speed claim needs" not in same.reason
-    assert "for an at-speed claim (needs 6)" in same.reason
-    relaxed = compare_size(
-        [100.0, 100.1, 99.9, 100.05], [100.0, 100.02, 99.95, 100.1], higher_is_better=True, min_launches=4
-    )
-    assert relaxed.verdict is Verdict.AT_SPEED
+    assert slow.verdict is Verdict.INCONCLUSIVE and slow.too_few_launches, slow.reason
+    same = [100.0, 100.1, 99.9, 100.05], [100.0, 100.02, 99.95, 100.1]
+    assert compare_size(*same, higher_is_better=True).verdict is Verdict.INCONCLUSIVE
+    assert compare_size(*same, higher_is_better=True, min_launches=4).verdict is Verdict.AT_SPEED
+    assert compare_size(launches(rng, 50.0, 0.02, 4), launches(rng, 100.0, 0.02, 4), higher_is_better=True,
+                        min_launches=4).verdict is Verdict.SLOWER
 
 
 def test_one_launch_on_a_side():
@@ -158,7 +151,6 @@ def test_significant_3_percent_difference_is_not_slower():
     assert result.p_value < 1e-6  # clearly significant ...
     assert result.ratio == pytest.approx(0.97, abs=0.005)
     assert result.verdict is Verdict.AT_SPEED, result.reason  # ... but below the 10% floor
-    assert "below the floor" in result.reason
     # the same data against a 1% floor is a loss: the floor is what made the difference
     strict = compare_size(candidate, baseline, higher_is_better=True, floor=PracticalFloor(relative=0.01))
     assert strict.verdict is Verdict.SLOWER
@@ -200,16 +192,18 @@ def test_inconclusive_reports_launches_needed():
     assert result.verdict is Verdict.INCONCLUSIVE, result.reason
     assert not result.too_few_launches
     assert result.launches_needed is not None and result.launches_needed > 8
-    assert "crosses" in result.reason
+    assert "reaches" in result.reason or "by about the" in result.reason
 
 
 def test_launches_needed_formula():
     # parity, CI [0.8, 1.25]: h = ln 1.25; margin to the band [0.9, 1.1] is ln 1.1; 8 and 8 launches
-    expected = math.ceil(2 * (math.log(1.25) / math.log(1.1)) ** 2 / (1 / 8 + 1 / 8))
+    expected = math.ceil(8 * (math.log(1.25) / math.log(1.1)) ** 2)
     assert launches_needed(1.0, 0.8, 1.25, 8, 8, (0.9, 1.1)) == expected == 44
-    # below the band, the interval has to exclude parity: margin |ln 0.8|
-    expected = math.ceil(2 * (math.log(1.3) / math.log(0.8)) ** 2 / (1 / 6 + 1 / 10))
+    # below the band, the interval has to lie wholly below it: the margin is the distance to its lower edge
+    expected = math.ceil(2 / (1 / 6 + 1 / 10) * (math.log(1.3) / math.log(0.9 / 0.8)) ** 2)
     assert launches_needed(0.8, 0.8 / 1.3, 0.8 * 1.3, 6, 10, (0.9, 1.1)) == expected
+    # the forecast the old rule got wrong: 16 launches, an interval reaching 0.84, its estimate at 0.88
+    assert launches_needed(0.88, 0.84, 0.95, 16, 16, (0.9, 1.1)) > 60
     # never fewer than one more launch than now; None on a boundary, with too few launches, or beyond the cap
     assert launches_needed(1.0, 0.99, 1.01, 8, 8, (0.9, 1.1)) == 9
     assert launches_needed(0.9, 0.8, 1.0, 8, 8, (0.9, 1.1)) is None

@@ -51,10 +51,10 @@ def test_the_flag_leaves_repeated_launches_to_the_test():
 
 
 def test_classify_keeps_descriptive_verdicts():
-    """No p-value, so no Benjamini-Hochberg: three slower single figures among 23 make the row (Y)."""
+    """Deciding by size (no regimes given): three slower single figures among 23 make the row (Y)."""
     pairs = {size: ([50.0 if size in (1, 2, 4) else 100.0], [100.0], size) for size in SIZES}
     row = classify(list(compare_many(pairs, higher_is_better=True, descriptive=True).values()))
-    assert row.label == "(Y)" and row.slow[0].sizes == [1, 2, 4] and not row.unconfirmed
+    assert row.label == "(Y)" and row.slow[0].sizes == [1, 2, 4]
     assert row.reason.endswith("descriptive: single published figures, no test of significance")
     at_speed = classify(list(compare_many({s: ([100.0], [100.0], s) for s in SIZES}, higher_is_better=True,
                                           descriptive=True).values()))

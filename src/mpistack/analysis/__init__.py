@@ -1,21 +1,22 @@
-"""Analysis stage: is a candidate (a container) at the speed of the baseline (native), size by size and per row.
+"""Analysis stage: is a candidate (a container) at the speed of the baseline (native), per size regime and size.
 
 Pure functions, importable on their own (no database, no I/O, nothing else from mpistack):
 
-* ``compare_size``: per-launch figures of both sides at one message size -> ``SizeComparison`` (ratio of
-  medians, bootstrap confidence interval, one-sided Mann-Whitney U, verdict, launches needed);
-* ``classify``: a row's comparisons -> ``RowClass`` (``Y``, ``(Y)``, ``?``); ``failed_class`` gives ``N``.
+* ``compare_size``: per-launch figures of both sides at one message size (paired within rounds, or not) ->
+  ``SizeComparison`` (the ratio, its interval at ``1 - 2 alpha``, the verdict of the one interval rule, the
+  launches that would settle it);
+* ``classify``: a row's comparisons per regime and per size -> ``RowClass`` (``Y``, ``(Y)``, ``?``);
+  ``failed_class`` gives ``N``.
 
 The method and its sources are in docs/analysis.md.
 """
 
 from .classes import (
     LABELS,
-    MAX_INCONCLUSIVE,
+    STABLE,
     RowClass,
     SizeRanges,
     SlowRange,
-    adjust_for_sizes,
     classify,
     failed_class,
     format_size,
@@ -34,22 +35,23 @@ from .statistics import (
     compare_size,
     compare_sizes,
     launches_needed,
+    replication_probability,
+    signed_rank_interval,
     smallest_p_value,
 )
 
 __all__ = [
     "DEFAULT_FLOOR",
     "LABELS",
-    "MAX_INCONCLUSIVE",
     "MIN_LAUNCHES",
     "N_RESAMPLES",
+    "STABLE",
     "PracticalFloor",
     "RowClass",
     "SizeComparison",
     "SizeRanges",
     "SlowRange",
     "Verdict",
-    "adjust_for_sizes",
     "classify",
     "compare_many",
     "compare_size",
@@ -59,6 +61,8 @@ __all__ = [
     "format_sizes",
     "launches_needed",
     "merge_adjacent",
+    "replication_probability",
+    "signed_rank_interval",
     "smallest_p_value",
     "untested_class",
 ]

@@ -14,14 +14,15 @@ build natively: the ``same-stack`` rows). Ratios are oriented so that 1.0 is par
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..spec.campaign import AnalysisEntry
-from .classes import RowClass, SizeRanges, adjusted_p_values, classify, failed_class, format_size, untested_class
+from .classes import RowClass, SizeRanges, classify, failed_class, format_size, untested_class
 from .bulk import collector_paused
-from .evidence import Row, RowKey
-from .statistics import DEFAULT_FLOOR, PracticalFloor, SizeComparison, compare_many
+from .evidence import Row, RowKey, pair_launches
+from .statistics import DEFAULT_FLOOR, MIN_LAUNCHES, PracticalFloor, SizeComparison, compare_many
 
 SYSTEM = "system"
 SAME_STACK = "same-stack"
@@ -29,13 +30,17 @@ SAME_STACK = "same-stack"
 
 @dataclass(frozen=True)
 class Settings:
-    """What decides a verdict (docs/analysis.md): the practical floor, the message-size regimes, the test level."""
+    """What decides a verdict (docs/analysis.md): the practical floor, the message-size regimes, the test level
+    (each one-sided test at ``alpha``, so the deciding interval is at ``1 - 2 alpha``)."""
 
     floor: PracticalFloor = DEFAULT_FLOOR
     ranges: SizeRanges = SizeRanges()
     alpha: float = 0.05
-    confidence: float = 0.95
     seed: int = 0
+
+    @property
+    def confidence(self) -> float:
+        return 1.0 - 2.0 * self.alpha
 
     @classmethod
     def of(cls, entry: AnalysisEntry | dict | None) -> "Settings":
@@ -59,6 +64,7 @@ class Answer:
     baseline_row: RowKey | None  # whose launches were the baseline (None: there was none)
     row_class: RowClass
     sizes: list[SizeComparison] = field(default_factory=list)
+    regimes: dict[str, SizeComparison] = field(default_factory=dict)  # what decided the class, by size regime
     launches: int = 0
     baseline_launches: int = 0
     failures: list[str] = field(default_factory=list)
@@ -80,18 +86,29 @@ class Answer:
             "baseline_stack": self.baseline_row.stack if self.baseline_row else None,
             "baseline_variant": self.baseline_row.variant if self.baseline_row else None,
             "class": self.label, "reason": self.row_class.reason,
-            "slow": [{"regime": r.regime, "sizes": r.sizes, "worst_ratio": r.worst_ratio, "worst_size": r.worst_size}
+            "slow": [{"regime": r.regime, "sizes": r.sizes, "worst_ratio": r.worst_ratio, "worst_size": r.worst_size,
+                      "ratio": _finite(r.ratio), "ci_low": _finite(r.ci_low), "ci_high": _finite(r.ci_high)}
                      for r in self.row_class.slow],
+            "stability": _finite(self.row_class.stability), "unstable": self.row_class.unstable or None,
+            "isolated": [c.size for c in self.row_class.isolated],
+            "regimes": {name: _comparison_dict(c) for name, c in self.regimes.items()},
             "launches": self.launches, "baseline_launches": self.baseline_launches,
             "launches_needed": self.row_class.launches_needed, "failures": self.failures,
             "library_version": self.library_version, "declared_version": self.declared_version,
             "same_build_as_system": self.same_build_as_system,
-            "sizes": [{"size": c.size, "ratio": c.ratio, "ci_low": c.ci_low, "ci_high": c.ci_high,
-                       "p_value": c.p_value, "descriptive": c.descriptive, "verdict": c.verdict.value,
-                       "median": c.median_candidate,
-                       "baseline_median": c.median_baseline, "launches": c.n_candidate,
-                       "baseline_launches": c.n_baseline} for c in self.sizes],
+            "sizes": [{"size": c.size, **_comparison_dict(c)} for c in self.sizes],
         }
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _comparison_dict(c: SizeComparison) -> dict:
+    return {"ratio": c.ratio, "ci_low": _finite(c.ci_low), "ci_high": _finite(c.ci_high),
+            "confidence": c.confidence, "paired": c.paired, "pairs": c.n_pairs, "p_value": _finite(c.p_value),
+            "descriptive": c.descriptive, "verdict": c.verdict.value, "median": c.median_candidate,
+            "baseline_median": c.median_baseline, "launches": c.n_candidate, "baseline_launches": c.n_baseline}
 
 
 def _is_system(row: Row) -> bool:
@@ -158,40 +175,99 @@ def is_descriptive(row: Row, baseline: Row) -> bool:
     return "published" in (row.origin, baseline.origin)
 
 
+@dataclass
+class PairComparison:
+    """A candidate row against its baseline: the comparison at every size both have (in size order) and of every
+    size regime (what decides the class)."""
+
+    sizes: list[SizeComparison] = field(default_factory=list)
+    regimes: dict[str, SizeComparison] = field(default_factory=dict)
+
+
+def _launch_figures(row: Row) -> dict[int, dict[int | None, float]]:
+    """Per launch (run id), its figure at each size. A row built without run ids (by hand, from one file) has
+    its launches in the same order at every size: their index stands in for the id."""
+    out: dict[int, dict[int | None, float]] = {}
+    for size, values in row.figures.items():
+        for run, value in zip(row.launch_of.get(size) or range(len(values)), values):
+            out.setdefault(run, {})[size] = value
+    return out
+
+
+def _geometric_means(by_launch: dict[int, dict], sizes: list) -> dict[int, float]:
+    """Per launch that has a figure at every one of ``sizes``, the geometric mean of those figures: the launch's
+    figure for a size regime (its log is the mean of the sizes' logs, so a ratio of two is the geometric mean of
+    the sizes' ratios)."""
+    out = {}
+    for run, figures in by_launch.items():
+        if all(size in figures for size in sizes):
+            out[run] = math.exp(math.fsum(math.log(figures[size]) for size in sizes) / len(sizes))
+    return out
+
+
+def _entries(row: Row, baseline: Row, ranges: SizeRanges) -> tuple[dict, dict]:
+    """The comparison entries (``compare_many``'s) of a pair of rows: per common size, and per size regime; each
+    with the figures of the launches paired within their rounds when at least ``MIN_LAUNCHES`` pair up."""
+    common = [size for size in row.figures if size in baseline.figures]
+    partners = pair_launches(row, baseline) if row.schedule and baseline.schedule else {}
+    mine, theirs = (_launch_figures(row), _launch_figures(baseline)) if partners or len(common) > 1 else ({}, {})
+
+    def paired(candidate: dict[int, float], base: dict[int, float]):
+        pairs = [(value, base[partners[run]]) for run, value in candidate.items()
+                 if run in partners and partners[run] in base]
+        return (tuple(c for c, _ in pairs), tuple(b for _, b in pairs)) if len(pairs) >= MIN_LAUNCHES else None
+
+    sizes = {}
+    for size in common:
+        entry = (row.figures[size], baseline.figures[size], size)
+        if partners:
+            aligned = paired(dict(zip(row.launch_of[size], row.figures[size])),
+                             dict(zip(baseline.launch_of[size], baseline.figures[size])))
+            entry = entry if aligned is None else (*entry, aligned)
+        sizes[size] = entry
+    regimes = {}
+    members: dict[str, list] = {}
+    for size in sorted(common, key=lambda size: (size is not None, size or 0)):
+        members.setdefault(ranges.regime(size), []).append(size)
+    for name, regime_sizes in members.items():
+        if len(regime_sizes) == 1:  # one size: its own comparison is the regime's
+            regimes[name] = sizes[regime_sizes[0]][:2] + (None,) + sizes[regime_sizes[0]][3:]
+            continue
+        candidate, base = _geometric_means(mine, regime_sizes), _geometric_means(theirs, regime_sizes)
+        if not candidate or not base:
+            continue
+        entry = (list(candidate.values()), list(base.values()), None)
+        aligned = paired(candidate, base) if partners else None
+        regimes[name] = entry if aligned is None else (*entry, aligned)
+    return sizes, regimes
+
+
 def compare_pairs(pairs: Sequence[tuple[Row, Row | None]],
-                  settings: Settings = Settings()) -> list[list[SizeComparison]]:
-    """Per (candidate, baseline) pair of rows, the comparisons at every size both have, in size order (empty
-    where a side has no launches or there is no baseline). Every pair goes through ``compare_many`` at once,
-    one batch per direction of the metric and per mode (tested, or descriptive: ``is_descriptive``)."""
-    batches: dict[tuple[bool, bool], dict] = {}  # (higher is better, descriptive) -> the triples of that batch
+                  settings: Settings = Settings()) -> list[PairComparison]:
+    """Per (candidate, baseline) pair of rows, the comparisons at every size both have and of every size regime
+    (empty where a side has no launches or there is no baseline). Every pair goes through ``compare_many`` at
+    once, one batch per direction of the metric and per mode (tested, or descriptive: ``is_descriptive``)."""
+    batches: dict[tuple[bool, bool], dict] = {}  # (higher is better, descriptive) -> the entries of that batch
     for index, (row, baseline) in enumerate(pairs):
         if baseline is None or row.launches == 0 or baseline.launches == 0:
             continue
         batch = batches.setdefault((row.key.higher_is_better, is_descriptive(row, baseline)), {})
-        baseline_figures = baseline.figures
-        for size, values in row.figures.items():
-            if size in baseline_figures:
-                batch[(index, size)] = (values, baseline_figures[size], size)
-    compared: list[list[SizeComparison]] = [[] for _ in pairs]
+        sizes, regimes = _entries(row, baseline, settings.ranges)
+        batch.update({(index, "size", size): entry for size, entry in sizes.items()})
+        batch.update({(index, "regime", name): entry for name, entry in regimes.items()})
+    compared = [PairComparison() for _ in pairs]
     for (higher, descriptive), batch in batches.items():
-        for (index, _), comparison in compare_many(
-            batch, higher_is_better=higher, floor=settings.floor, confidence=settings.confidence,
-            alpha=settings.alpha, seed=settings.seed, descriptive=descriptive,
+        for (index, kind, unit), comparison in compare_many(
+            batch, higher_is_better=higher, floor=settings.floor, alpha=settings.alpha, seed=settings.seed,
+            descriptive=descriptive,
         ).items():
-            compared[index].append(comparison)
-    return [sorted(sizes, key=lambda c: (c.size is not None, c.size or 0)) for sizes in compared]
-
-
-def _adjusted_per_row(compared: list[list[SizeComparison]]) -> list[tuple[list[float], list[float]] | None]:
-    """Each tested row's Benjamini-Hochberg adjusted (worse, better) p-values, all rows in one batch; None for
-    rows that ``classify`` adjusts itself (descriptive or empty ones)."""
-    tested = [index for index, sizes in enumerate(compared) if sizes and not any(c.descriptive for c in sizes)]
-    flat = adjusted_p_values([[c.p_value for c in compared[index]] for index in tested]
-                             + [[c.p_value_faster for c in compared[index]] for index in tested])
-    out: list[tuple[list[float], list[float]] | None] = [None] * len(compared)
-    for position, index in enumerate(tested):
-        out[index] = (flat[position], flat[len(tested) + position])
-    return out
+            if kind == "size":
+                compared[index].sizes.append(comparison)
+            else:
+                compared[index].regimes[unit] = comparison
+    for pair in compared:
+        pair.sizes.sort(key=lambda c: (c.size is not None, c.size or 0))
+    return compared
 
 
 @collector_paused()
@@ -212,19 +288,18 @@ def answer(rows: dict[RowKey, Row], settings: Settings = Settings()) -> list[Ans
                 plans[-1] = (row, SYSTEM, system, True)
 
     compared = compare_pairs([(row, baseline) for row, _, baseline, _ in plans], settings)
-    adjusted = _adjusted_per_row(compared)
     answers = []
     for index, (row, kind, baseline, same_build) in enumerate(plans):
         what = "system MPI" if kind == SYSTEM else "same-stack native"
-        sizes = compared[index]
+        sizes, regimes = compared[index].sizes, compared[index].regimes
         row_class = _class_without_comparison(row, baseline, what)
         if row_class is None:
-            row_class = (classify(sizes, ranges=settings.ranges, alpha=settings.alpha, adjusted=adjusted[index])
+            row_class = (classify(sizes, regimes, ranges=settings.ranges)
                          if sizes else untested_class("no message size in common with the baseline"))
         if row.failures and row.launches:
             row_class = dataclasses.replace(
                 row_class, reason=f"{row_class.reason}; {len(row.failures)} other launch(es) failed: {row.failures[0]}")
-        answers.append(Answer(row.key, kind, baseline.key if baseline else None, row_class, sizes, row.launches,
+        answers.append(Answer(row.key, kind, baseline.key if baseline else None, row_class, sizes, regimes, row.launches,
                               baseline.launches if baseline else 0, row.failures, row.library_version,
                               row.declared_version, same_build))
     return answers

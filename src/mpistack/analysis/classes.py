@@ -1,12 +1,18 @@
-"""One class per result row (a stack, an approach, a benchmark) from its per-size comparisons.
+"""One class per result row (a stack, an approach, a benchmark) from its comparisons per size regime and per size.
 
 Labels:
 
-* ``Y``: at native speed at every size tested (a few inconclusive sizes are tolerated, see ``classify``);
-* ``(Y)``: runs, but slower at some sizes; the slow sizes are listed as ranges per message regime, never averaged
-  across sizes (Hoefler & Belli, SC15, rule 4: do not summarise ratios);
+* ``Y``: at native speed: in every message-size regime the interval lies inside the parity band;
+* ``(Y)``: runs, but slower: in some regime the interval lies wholly beyond the floor; where (the sizes, as ranges
+  per regime, never averaged across sizes: Hoefler & Belli, SC15, rule 4) and by how much;
 * ``N``: the runs failed (``failed_class``);
-* ``?``: inconclusive or untested, with the reason.
+* ``?``: not settled, or untested, with the reason.
+
+Regimes decide and sizes describe: deciding on three regimes (small, mid, large; each from one figure per launch,
+the geometric mean over its sizes) instead of twenty sizes keeps the claim "at speed everywhere" within reach
+(an intersection-union claim loses power with every unit it adds: Berger & Hsu, Statistical Science 11(4),
+1996) and leads with the regime's estimate, which the worst single size overstates (the winner's curse). A size
+whose own interval lies wholly beyond the floor in a regime that is not slower is flagged as an isolated loss.
 
 Pure functions: no I/O, nothing from the rest of mpistack.
 """
@@ -14,20 +20,16 @@ Pure functions: no I/O, nothing from the rest of mpistack.
 from __future__ import annotations
 
 import dataclasses
-import statistics as _stdlib_statistics
+import math
 from dataclasses import dataclass, field
-from typing import Collection, Hashable, Iterable, Literal, Sequence
+from typing import Collection, Hashable, Iterable, Literal, Mapping, Sequence
 
-import numpy as np
-from scipy import stats
-
-from .statistics import SizeComparison, Verdict, launches_needed
+from .statistics import SizeComparison, Verdict, replication_probability
 
 __all__ = [
     "LABELS",
-    "MAX_INCONCLUSIVE",
-    "adjust_for_sizes",
     "REGIME_TEXT",
+    "STABLE",
     "RowClass",
     "SizeRanges",
     "SlowRange",
@@ -44,9 +46,8 @@ Regime = Literal["small", "mid", "large"]
 LABELS: tuple[str, ...] = ("Y", "(Y)", "N", "?")
 REGIME_TEXT = {"small": "small messages", "mid": "mid-size messages", "large": "large messages"}
 
-#: A row without slower sizes is still ``Y`` when at most this fraction of its sizes is inconclusive and none of
-#: those leans slower (point ratio beyond the floor); otherwise it is ``?``.
-MAX_INCONCLUSIVE = 0.2
+#: A decided row whose class a rerun keeps with less than this probability is marked "may change on a rerun".
+STABLE = 0.8
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
@@ -71,18 +72,24 @@ class SizeRanges:
 
 @dataclass(frozen=True)
 class SlowRange:
-    """Adjacent tested sizes of one regime that are all slower."""
+    """Where a row is slower: adjacent tested sizes of one regime, with the regime's estimate and interval (when
+    the regime decided) and the worst size's point ratio."""
 
     regime: Regime
     sizes: list[int | None]
     worst_ratio: float
     worst_size: int | None
+    ratio: float = math.nan  # the regime's estimate
+    ci_low: float = math.nan
+    ci_high: float = math.nan
 
     def describe(self) -> str:
-        return (
-            f"{format_sizes(self.sizes)} ({REGIME_TEXT[self.regime]}): "
-            f"{self.worst_ratio:.2g}× worst at {format_size(self.worst_size)}"
-        )
+        where = f"{format_sizes(self.sizes)} ({REGIME_TEXT[self.regime]})"
+        if math.isfinite(self.ratio):
+            text = f"{where}: {self.ratio:.2g}× (CI {self.ci_low:.2g}–{self.ci_high:.2g})"
+            return text + (f", worst {self.worst_ratio:.2g}× at {format_size(self.worst_size)}"
+                           if len(self.sizes) > 1 else "")
+        return f"{where}: {self.worst_ratio:.2g}× worst at {format_size(self.worst_size)}"
 
 
 @dataclass(frozen=True)
@@ -90,10 +97,13 @@ class RowClass:
     label: Label
     slow: list[SlowRange] = field(default_factory=list)
     reason: str = ""
-    inconclusive: list[int | None] = field(default_factory=list)  # sizes without a verdict (unconfirmed included)
+    inconclusive: list[int | None] = field(default_factory=list)  # sizes without a verdict of their own
     faster: list[int | None] = field(default_factory=list)  # sizes where the candidate is faster
-    launches_needed: int | None = None  # for '?': launches per side that would settle half the open sizes
-    unconfirmed: list[int | None] = field(default_factory=list)  # slower or faster alone, not after the adjustment
+    launches_needed: int | None = None  # for '?': launches per side that would settle every open regime
+    regimes: dict[str, SizeComparison] = field(default_factory=dict)  # the deciding comparisons, by regime
+    isolated: list[SizeComparison] = field(default_factory=list)  # sizes slower beyond the floor in a regime that is not
+    stability: float = math.nan  # the probability that a rerun keeps this class (decided rows)
+    unstable: str = ""  # for a decided row below STABLE: what may change ("small messages at 0.91× ...")
 
 
 def format_size(size: int | None) -> str:
@@ -169,154 +179,128 @@ def _list_sizes(ordered: Sequence[SizeComparison], sizes: Collection) -> str:
     return ", ".join(format_sizes(run) for run in merge_adjacent([c.size for c in ordered], sizes))
 
 
-def adjusted_p_values(rows: Sequence[Sequence[float]]) -> list[list[float]]:
-    """Benjamini-Hochberg adjusted p-values of each row of p-values (``scipy.stats.false_discovery_control``); rows
-    of one length go through one batched call, which is what keeps a million-result report fast. A p-value that
-    was not computed (nan) is no evidence: 1."""
-    out: list[list[float]] = [[] for _ in rows]
-    by_length: dict[int, list[int]] = {}
-    for index, row in enumerate(rows):
-        if row:
-            by_length.setdefault(len(row), []).append(index)
-    for indices in by_length.values():
-        batch = np.nan_to_num(np.array([rows[index] for index in indices], dtype=float), nan=1.0)
-        adjusted = stats.false_discovery_control(batch, axis=-1, method="bh")
-        for index, values in zip(indices, adjusted.tolist()):
-            out[index] = values
-    return out
+def _interval(c: SizeComparison) -> str:
+    return (f"{c.ratio:.2g}× (CI {c.ci_low:.2g}–{c.ci_high:.2g})" if math.isfinite(c.ci_low)
+            else f"{c.ratio:.2g}×")
 
 
-def adjust_for_sizes(comparisons: Sequence[SizeComparison], *, alpha: float = 0.05,
-                     adjusted: tuple[Sequence[float], Sequence[float]] | None = None) -> list[SizeComparison]:
-    """Confirm SLOWER and FASTER verdicts across the sizes of one row (Benjamini-Hochberg).
-
-    Each size's verdict comes from its own test at level ``alpha``; a row of 23 sizes gives 23 chances for a
-    false one. The one-sided p-values are adjusted with ``scipy.stats.false_discovery_control`` (Benjamini &
-    Hochberg 1995) over the row's sizes; a SLOWER (FASTER) size whose adjusted p is not below ``alpha`` becomes
-    INCONCLUSIVE, with its reason saying so and ``launches_needed`` estimated. When every size is at speed, a row
-    is then called slower at most about ``alpha`` of the time. ``adjusted`` passes the adjusted (worse, better)
-    p-values of the tested sizes when the caller computed them in a batch (``adjusted_p_values``).
-
-    Descriptive comparisons (single published figures, ``SizeComparison.descriptive``) have no p-value to adjust:
-    they are kept as they are and take no part in the adjustment of the others.
-    """
-    tested = [index for index, c in enumerate(comparisons) if not c.descriptive]
-    if not tested:
-        return list(comparisons)
-
-    if adjusted is None:
-        adjusted = tuple(adjusted_p_values([[comparisons[index].p_value for index in tested],
-                                            [comparisons[index].p_value_faster for index in tested]]))
-    adjusted_worse, adjusted_better = adjusted
-    adjusted_p = dict(zip(tested, zip(adjusted_worse, adjusted_better)))
-    out = []
-    for index, c in enumerate(comparisons):
-        p_worse, p_better = adjusted_p.get(index, (0.0, 0.0))  # descriptive: kept as it is
-        p = p_worse if c.verdict is Verdict.SLOWER else p_better if c.verdict is Verdict.FASTER else 0.0
-        if p < alpha:
-            out.append(c)
-            continue
-        band = (c.floor_low, c.floor_high)
-        needed = launches_needed(c.ratio, c.ci_low, c.ci_high, c.n_candidate, c.n_baseline, band)
-        reason = f"{c.reason}; not confirmed across {len(comparisons)} sizes (adjusted p = {p:.2g})"
-        out.append(dataclasses.replace(c, verdict=Verdict.INCONCLUSIVE, reason=reason, launches_needed=needed))
-    return out
+def _unit_name(unit: Hashable) -> str:
+    return REGIME_TEXT[unit] if unit in REGIME_TEXT else format_size(unit)
 
 
 def classify(
     comparisons: Sequence[SizeComparison],
+    regimes: Mapping[str, SizeComparison] | None = None,
     *,
     ranges: SizeRanges = SizeRanges(),
-    max_inconclusive: float = MAX_INCONCLUSIVE,
-    adjust: bool = True,
-    alpha: float = 0.05,
-    adjusted: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> RowClass:
-    """The row's class from its per-size comparisons (one per size; ``size`` set on each, or one sizeless).
+    """The row's class from its per-size comparisons (one per size; ``size`` set on each, or one sizeless) and, when
+    given, the comparisons of its size regimes (``regime name -> comparison`` of the per-launch regime figures),
+    which then decide; without them each size decides as a unit of its own.
 
-    First, with ``adjust`` (the default), SLOWER and FASTER sizes must survive a Benjamini-Hochberg adjustment of
-    their p-values over the row's sizes at ``alpha`` (``adjust_for_sizes``); those that do not are inconclusive
-    here and listed in ``unconfirmed``. Then:
-
-    * any SLOWER size: ``(Y)``, the slower sizes merged into ranges per regime;
-    * otherwise, no INCONCLUSIVE size: ``Y``;
-    * otherwise ``Y`` with a note when at most ``max_inconclusive`` of the sizes are inconclusive and none of them
-      leans slower (its point ratio below the parity band), else ``?`` with how many launches would settle it.
+    * any deciding unit SLOWER: ``(Y)``, with where (the regime's sizes that lean slower) and by how much;
+    * every unit AT_SPEED or FASTER: ``Y``;
+    * otherwise ``?``, with each open unit's graded reason and the launches that would settle them.
     """
-    if not 0.0 <= max_inconclusive <= 1.0:
-        raise ValueError(f"max_inconclusive must be in [0, 1], got {max_inconclusive!r}")
     if not comparisons:
         return untested_class("untested: no message sizes compared")
     ordered = sorted(comparisons, key=_size_key)
     sizes = [c.size for c in ordered]
     if len(set(sizes)) != len(sizes):
         raise ValueError(f"one comparison per size expected, got sizes {sizes}")
-    unconfirmed: list[int | None] = []
-    if adjust:
-        confirmed = adjust_for_sizes(ordered, alpha=alpha, adjusted=adjusted)
-        unconfirmed = [a.size for a, b in zip(ordered, confirmed) if a.verdict is not b.verdict]
-        ordered = confirmed
-    total = len(ordered)
-    slow = _ranges(ordered, Verdict.SLOWER, ranges)
+    units: dict[Hashable, SizeComparison] = (
+        {name: regimes[name] for name in REGIME_TEXT if name in regimes} if regimes else {c.size: c for c in ordered})
+    by_regime: dict[str, list[SizeComparison]] = {}
+    for c in ordered:
+        by_regime.setdefault(ranges.regime(c.size), []).append(c)
     faster = [c.size for c in ordered if c.verdict is Verdict.FASTER]
-    open_ = [c for c in ordered if c.verdict is Verdict.INCONCLUSIVE]
-    common = dict(inconclusive=[c.size for c in open_], faster=faster, unconfirmed=unconfirmed)
-    notes = (
-        f"; {_list_sizes(ordered, unconfirmed)} not confirmed across the {total} sizes" if unconfirmed else ""
-    )
+    open_sizes = [c.size for c in ordered if c.verdict is Verdict.INCONCLUSIVE]
+    slower_units = {unit: c for unit, c in units.items() if c.verdict is Verdict.SLOWER}
+    open_units = {unit: c for unit, c in units.items() if c.verdict is Verdict.INCONCLUSIVE}
+    isolated = ([c for c in ordered if c.verdict is Verdict.SLOWER and ranges.regime(c.size) not in slower_units]
+                if regimes else [])
+    common = dict(inconclusive=open_sizes, faster=faster, regimes=dict(regimes or {}), isolated=isolated)
+
+    notes = ""
+    if isolated:
+        notes += "; isolated loss at " + ", ".join(f"{format_size(c.size)} {_interval(c)}" for c in isolated)
     if any(c.descriptive for c in ordered):
         notes += "; descriptive: single published figures, no test of significance"
 
-    if slow:
+    if slower_units:
+        slow = _slow_ranges(ordered, slower_units, by_regime, ranges, regimes is not None)
         reason = "slower at " + "; ".join(r.describe() for r in slow)
-        if open_:
-            reason += f"; inconclusive at {len(open_)} of {total} sizes"
-        return RowClass("(Y)", slow, reason + notes, **common)
+        if open_units:
+            reason += "; not settled at " + ", ".join(_unit_name(unit) for unit in open_units)
+        chance = 1.0 - math.prod(1.0 - _replicates(c) for c in slower_units.values())
+        return _stability(RowClass("(Y)", slow, reason + notes, **common), chance, slower_units)
 
     faster_note = ""
     if faster:
         best = max((c for c in ordered if c.verdict is Verdict.FASTER), key=lambda c: c.ratio)
-        faster_note = (f"; faster at {_list_sizes(ordered, faster)} "
-                       f"({best.ratio:.2g}× best at {format_size(best.size)})")
-    if not open_:
+        faster_note = f"; faster at {_list_sizes(ordered, faster)} ({best.ratio:.2g}× best at {format_size(best.size)})"
+    if not open_units:
+        total = len(ordered)
         span = format_sizes([sizes[0], sizes[-1]]) if total > 1 else format_size(sizes[0])
-        return RowClass("Y", [], f"at native speed at all {total} sizes ({span}){faster_note}{notes}",
-                        **common)
+        if regimes:
+            estimates = ", ".join(f"{name} {_interval(c)}" for name, c in units.items())
+            reason = f"at native speed in every regime ({estimates}; {total} sizes, {span}){faster_note}{notes}"
+        else:
+            reason = f"at native speed at all {total} sizes ({span}){faster_note}{notes}"
+        chance = math.prod(_replicates(c) for c in units.values())
+        return _stability(RowClass("Y", [], reason, **common), chance, units)
 
-    leaning = [c for c in open_ if c.ratio < c.floor_low]
-    if not leaning and len(open_) <= max_inconclusive * total:
-        reason = (
-            f"at native speed at {total - len(open_)} of {total} sizes; inconclusive at "
-            f"{_list_sizes(ordered, common['inconclusive'])} (none leaning slower){faster_note}{notes}"
-        )
-        return RowClass("Y", [], reason, **common)
-
-    reason = f"inconclusive at {len(open_)} of {total} sizes"
-    if leaning:
-        worst = min(leaning, key=lambda c: c.ratio)
-        reason += (
-            f", leaning slower at {_list_sizes(ordered, [c.size for c in leaning])} "
-            f"({worst.ratio:.2g}× at {format_size(worst.size)})"
-        )
-    needed = _launches_to_settle(open_)
-    if all(c.too_few_launches for c in open_):
-        fewest = min(min(c.n_candidate, c.n_baseline) for c in open_)
-        reason += f": too few launches (as few as {fewest} on a side"
-        reason += f"; a verdict needs {needed})" if needed else ")"
+    reason = "not settled: " + "; ".join(f"{_unit_name(unit)} {c.reason}" for unit, c in open_units.items())
+    needed = _launches_to_settle(list(open_units.values()))
+    if all(c.too_few_launches for c in open_units.values()):
+        fewest = min(min(c.n_candidate, c.n_baseline) for c in open_units.values())
+        reason = f"too few launches (as few as {fewest} on a side" + (f"; a verdict needs {needed})" if needed else ")")
     elif needed is not None:
-        current = _stdlib_statistics.median_low([max(c.n_candidate, c.n_baseline) for c in open_])
-        more = max(needed - current, 1)
-        settles = "it" if len(open_) == 1 else "half of them"
-        reason += f": ~{more} more launches per side would settle {settles}"
-    return RowClass("?", [], reason + notes, launches_needed=needed, **common)
+        current = max(max(c.n_candidate, c.n_baseline) for c in open_units.values())
+        reason += f"; ~{max(needed - current, 1)} more launches per side would settle it"
+    else:
+        reason += "; more launches alone are unlikely to settle it (the estimate sits on a decision edge)"
+    return RowClass("?", [], reason + faster_note + notes, launches_needed=needed, **common)
+
+
+def _replicates(c: SizeComparison) -> float:
+    chance = replication_probability(c)
+    return 1.0 if math.isnan(chance) else chance
+
+
+def _stability(row_class: RowClass, chance: float, units: Mapping[Hashable, SizeComparison]) -> RowClass:
+    """The row with its replication probability, marked when a rerun may well change its class (naming the unit
+    nearest to its decision edge)."""
+    if chance >= STABLE or not units:
+        return dataclasses.replace(row_class, stability=chance)
+    unit, weakest = min(units.items(), key=lambda item: _replicates(item[1]))
+    note = f"{_unit_name(unit)} at {_interval(weakest)}"
+    return dataclasses.replace(row_class, stability=chance, unstable=note,
+                               reason=f"{row_class.reason}; may change on a rerun ({chance:.0%} to hold): {note}")
+
+
+def _slow_ranges(ordered: Sequence[SizeComparison], slower: Mapping[Hashable, SizeComparison],
+                 by_regime: Mapping[str, list[SizeComparison]], ranges: SizeRanges, regimes: bool) -> list[SlowRange]:
+    """Where a row is slower. Deciding by regime: in each slower regime, the runs of its sizes that lean slower
+    (point ratio below the parity band), with the regime's estimate; deciding by size: the runs of slower sizes."""
+    if not regimes:
+        return _ranges(ordered, Verdict.SLOWER, ranges)
+    out = []
+    for name, regime in slower.items():
+        members = by_regime.get(name, [])
+        leaning = [c.size for c in members if c.ratio < c.floor_low] or [c.size for c in members]
+        by_size = {c.size: c for c in members}
+        for run in merge_adjacent([c.size for c in ordered], leaning):
+            worst = min(run, key=lambda size: by_size[size].ratio)
+            out.append(SlowRange(name, run, by_size[worst].ratio, worst, regime.ratio, regime.ci_low, regime.ci_high))
+    return out
 
 
 def _launches_to_settle(open_: Sequence[SizeComparison]) -> int | None:
-    """The median, over the inconclusive sizes, of the launches per side each needs (unknown estimates count as
-    unbounded); None when half or more cannot be estimated."""
-    estimates = sorted(c.launches_needed if c.launches_needed is not None else float("inf") for c in open_)
-    middle = _stdlib_statistics.median_low(estimates)
-    return None if middle == float("inf") else int(middle)
+    """The launches per side that would settle every open unit: the largest estimate; None when one cannot be
+    estimated (repeating will not settle it)."""
+    estimates = [c.launches_needed for c in open_]
+    return None if not estimates or any(n is None for n in estimates) else max(estimates)
 
 
 def failed_class(message: str) -> RowClass:

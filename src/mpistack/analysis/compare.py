@@ -19,7 +19,7 @@ from sqlalchemy import Engine
 
 from ..store.campaigns import campaign_record, latest_campaign
 from ..store.query import Where, WhereError, query_runs
-from .answers import Settings, compare_pairs
+from .answers import PairComparison, Settings, compare_pairs
 from .classes import RowClass, classify, failed_class, untested_class
 from .evidence import Row, RowKey, load_rows
 from .statistics import SizeComparison
@@ -62,6 +62,7 @@ class RowComparison:
     baseline: Row
     row_class: RowClass
     sizes: list[SizeComparison] = field(default_factory=list)
+    regimes: dict[str, SizeComparison] = field(default_factory=dict)
 
     @property
     def descriptive(self) -> bool:
@@ -80,8 +81,10 @@ class RowComparison:
         if min(n_a, n_b) < 2:
             return (f"{n_a} against {n_b} launches: campaign runs are never described from a single launch; repeat "
                     "them for a verdict")
-        return (f"{n_a} against {n_b} launches: ratio of medians, bootstrap interval, one-sided Mann-Whitney per "
-                "size, Benjamini-Hochberg across sizes")
+        paired = any(c.paired for c in (*self.sizes, *self.regimes.values()))
+        how = ("launches paired within their rounds, Hodges-Lehmann estimate with the signed-rank interval"
+               if paired else "ratio of medians with a bootstrap interval")
+        return f"{n_a} against {n_b} launches: {how}; the size regimes decide, each size is described"
 
     def to_dict(self) -> dict:
         return {
@@ -190,8 +193,8 @@ def compare_rows(candidates: dict[RowKey, Row], baselines: dict[RowKey, Row], *,
         if key not in by_key_a:
             unmatched += [Unmatched("baseline", row, f"no candidate row with the same {fields}") for row in rows_b]
     compared = compare_pairs(pairs, settings)
-    return [RowComparison(a, b, _class_of(a, b, sizes, settings), sizes)
-            for (a, b), sizes in zip(pairs, compared)], unmatched
+    return [RowComparison(a, b, _class_of(a, b, pair, settings), pair.sizes, pair.regimes)
+            for (a, b), pair in zip(pairs, compared)], unmatched
 
 
 def _grouped(rows: dict[RowKey, Row], match: tuple[str, ...]) -> dict[tuple, list[Row]]:
@@ -209,15 +212,15 @@ def _ambiguous(rows_b: list[Row], match: tuple[str, ...]) -> str:
     return f"{len(rows_b)} baseline rows (differing in {', '.join(differing) or 'tags'}): {hint}"
 
 
-def _class_of(candidate: Row, baseline: Row, sizes: list[SizeComparison], settings: Settings) -> RowClass:
+def _class_of(candidate: Row, baseline: Row, pair: PairComparison, settings: Settings) -> RowClass:
     for row, side in ((candidate, "candidate"), (baseline, "baseline")):
         if row.launches == 0 and row.failures:
             return failed_class(f"the {side}'s launches failed: {row.failures[0]}")
         if row.launches == 0:
             return untested_class(f"the {side} has no launches" + (f": {row.skipped[0]}" if row.skipped else ""))
-    if not sizes:
+    if not pair.sizes:
         return untested_class("no message size in common")
-    return classify(sizes, ranges=settings.ranges, alpha=settings.alpha)
+    return classify(pair.sizes, pair.regimes, ranges=settings.ranges)
 
 
 def _rows_of(engine: Engine, side: Selection) -> dict[RowKey, Row]:

@@ -45,6 +45,45 @@ class RowKey:
         return dataclasses.replace(self, **changes)
 
 
+@dataclass(frozen=True)
+class Slot:
+    """Where a launch ran in its campaign's schedule: its round (the repeat), its block within the round (the
+    launches scheduled next to each other to be compared), and its position in the run order."""
+
+    round: int
+    block: str | None = None
+    position: int | None = None
+
+
+def _slot(tags: dict) -> Slot | None:
+    round_ = tags.get("round", tags.get("repeat"))
+    if round_ is None or not str(round_).isdigit():
+        return None
+    position = tags.get("position")
+    return Slot(int(round_), tags.get("block"), int(position) if str(position).isdigit() else None)
+
+
+def pair_launches(candidate: "Row", baseline: "Row") -> dict[int, int]:
+    """Each candidate launch's partner among the baseline's launches: the one of the same round and block, else
+    the one of the same round nearest in the run order (the first, without positions). Launches without a slot,
+    or whose round has no baseline launch, stay unpaired."""
+    by_block: dict[tuple[int, str], int] = {}
+    by_round: dict[int, list[tuple[int, int]]] = {}
+    for run, slot in baseline.schedule.items():
+        if slot.block is not None:
+            by_block.setdefault((slot.round, slot.block), run)
+        by_round.setdefault(slot.round, []).append((slot.position if slot.position is not None else 0, run))
+    partners: dict[int, int] = {}
+    for run, slot in candidate.schedule.items():
+        partner = by_block.get((slot.round, slot.block)) if slot.block is not None else None
+        if partner is None and slot.round in by_round:
+            here = slot.position if slot.position is not None else 0
+            partner = min(by_round[slot.round], key=lambda item: (abs(item[0] - here), item[0]))[1]
+        if partner is not None:
+            partners[run] = partner
+    return partners
+
+
 @dataclass
 class Row:
     """The launches of one row: figures per size (one per successful launch) and what went wrong in the others."""
@@ -60,6 +99,11 @@ class Row:
     library_versions: set[str] = field(default_factory=set)  # what MPI_Get_library_version said, first line
     declared_version: str | None = None
     runs: list[int] = field(default_factory=list)
+    #: per size, the run id of each figure in ``figures`` (the same order): which launch gave it
+    launch_of: dict[int | None, list[int]] = field(default_factory=dict)
+    #: per successful launch (run id), where it ran in the campaign's schedule: (round, block, position); a launch
+    #: without rounds (an ingested file, a reference) is absent
+    schedule: dict[int, "Slot"] = field(default_factory=dict)
 
     @property
     def library_version(self) -> str | None:
@@ -68,7 +112,8 @@ class Row:
 
 
 #: The run tags a row is made of (its scope, origin, variant, MPI family and version): the only ones read.
-ROW_TAGS = ("reference", "system", "origin", "variant", "variant_baseline", "mpi", "mpi_version")
+ROW_TAGS = ("reference", "system", "origin", "variant", "variant_baseline", "mpi", "mpi_version", "repeat", "round",
+            "block", "position")
 
 
 def row_scope(run: dict) -> str:
@@ -138,17 +183,22 @@ def rows_from(runs: dict[int, dict], results: Iterable[tuple]) -> dict[RowKey, R
         by_metric = figures.get(run_id)
         if status == RunStatus.OK.value and by_metric:
             version = library_line(run["mpi_library_version"])
+            slot = _slot(run["tags"])
             for metric, by_size in by_metric.items():
                 row = row_for(run, run["benchmark"], metric)
-                row_figures = row.figures
+                row_figures, launch_of = row.figures, row.launch_of
                 for size, value in by_size.items():
                     values = row_figures.get(size)
                     if values is None:
                         row_figures[size] = [value]
+                        launch_of[size] = [run_id]
                     else:
                         values.append(value)
+                        launch_of[size].append(run_id)
                 row.launches += 1
                 row.runs.append(run_id)
+                if slot is not None:
+                    row.schedule[run_id] = slot
                 if version:
                     row.library_versions.add(version)
             continue

@@ -1,22 +1,30 @@
-"""Candidate against baseline at one message size: ratio of medians, its confidence interval, a rank test, a verdict.
+"""Candidate against baseline at one message size (or one size regime): a ratio, its interval, a verdict.
 
 The unit of evidence is a *launch* (one ``mpirun``/``srun``): each side gives one figure per launch (for example
 OSU's average latency at that size in that launch), never one figure per iteration, because iterations within a
 launch share a placement, a warm-up and a noise state and are not independent repeats (Hoefler & Belli,
 "Scientific Benchmarking of Parallel Computing Systems", SC15, DOI 10.1145/2807591.2807644, section 4.1).
 
-``compare_size`` follows Hoefler & Belli's rules for nondeterministic data:
+One interval decides, and one rule reads it (two one-sided tests; Schuirmann 1987; Lakens, "Equivalence Tests",
+https://doi.org/10.1177/1948550617697177):
 
-* medians, not means, and no normality assumption (rules 6 and 8): the location is the median of the launches;
-* a ratio of the two medians, never a summary of per-launch ratios (rule 4), oriented so that 1.0 is parity and
-  below 1.0 a loss (bandwidth: candidate / baseline; time: baseline / candidate);
-* a confidence interval for that ratio (rule 5): a percentile bootstrap over launches, resampling each side
-  independently, deterministic for a given seed (drawn as order-statistic positions so that a whole campaign
-  shares one draw; the tests check it against ``scipy.stats.bootstrap``);
-* a statistically sound comparison (rule 7): the one-sided Mann-Whitney U test (``scipy.stats.mannwhitneyu``),
-  exact for the sample sizes benchmarks have;
-* a practical floor next to the statistical test, so that a significant but tiny difference is not called a loss
-  (rule 7's effect size).
+* the interval is that of the log ratio at level ``1 - 2 alpha`` (90 % for alpha = 5 %), oriented so that 1.0 is
+  parity and below 1.0 a loss (bandwidth: candidate / baseline; time: baseline / candidate);
+* AT_SPEED when it lies inside the parity band (equivalence), SLOWER when it lies wholly below the band and
+  FASTER when wholly above it (a minimum-effect test), INCONCLUSIVE otherwise, with a graded reason. Between the
+  edges of ``Y`` and ``(Y)`` there is thereby a gap of two interval half-widths: a row cannot be ``Y`` in one run
+  and ``(Y)`` in the next unless its estimate moves by that much.
+
+Two ways to get the interval:
+
+* *paired* (launches scheduled in rounds, a candidate launch next to its baseline's): the log ratio of each
+  candidate launch to the baseline launch of its block, summarised by the Hodges-Lehmann estimate (the median of
+  the Walsh averages) with the exact Wilcoxon signed-rank interval. Neighbouring launches share the machine's
+  slow modes, which the pair's ratio cancels;
+* *unpaired* (ingested files, references, launches without rounds): the ratio of the two medians with a
+  percentile bootstrap over launches, each side resampled on its own (Hoefler & Belli rule 4: a ratio of
+  summaries, never a summary of ratios). A one-sided Mann-Whitney U p-value is kept beside it as a description
+  only: its estimand (stochastic order) is not the interval's.
 
 All functions here are pure: no I/O, no database, nothing from the rest of mpistack.
 """
@@ -43,6 +51,8 @@ __all__ = [
     "compare_size",
     "compare_sizes",
     "launches_needed",
+    "replication_probability",
+    "signed_rank_interval",
     "smallest_p_value",
 ]
 
@@ -139,9 +149,19 @@ class SizeComparison:
     floor_high: float = math.nan
     higher_is_better: bool = True
     size: int | None = None  # message size in bytes, when the caller gave it
-    confidence: float = 0.95
+    confidence: float = 0.90
     too_few_launches: bool = False  # INCONCLUSIVE because a side has fewer launches than a verdict needs
     descriptive: bool = False  # a single (published) figure on a side: the verdict is the ratio against the floor
+    paired: bool = False  # the interval is of per-pair log ratios (Hodges-Lehmann), not of a ratio of medians
+    n_pairs: int = 0  # launches paired with a baseline launch of their block (paired comparisons)
+
+    @property
+    def leaning(self) -> str | None:
+        """For an INCONCLUSIVE comparison, which way it leans: ``slower`` when the interval excludes parity on the
+        slow side (significant, not shown to be beyond the floor), ``faster`` for the mirror image, else None."""
+        if self.verdict is not Verdict.INCONCLUSIVE or not (self.ci_low > 0 and self.ci_high > 0):
+            return None
+        return "slower" if self.ci_high < 1.0 else "faster" if self.ci_low > 1.0 else None
 
 
 @functools.lru_cache(maxsize=1024)  # asked once per comparison, with the few launch counts a campaign has
@@ -160,34 +180,105 @@ def smallest_p_value(n_candidate: int, n_baseline: int) -> float:
 def launches_needed(
     ratio: float, ci_low: float, ci_high: float, n_candidate: int, n_baseline: int, band: tuple[float, float]
 ) -> int | None:
-    """Launches per side at which the observed spread would settle the comparison.
+    """Launches per side at which the observed spread would settle the comparison under the interval rule.
 
-    The bootstrap interval's half-width on a log scale, ``h = (ln ci_high - ln ci_low) / 2``, shrinks like the
-    standard error of a difference of two medians, ``sqrt(1/n_c + 1/n_b)``. The margin ``m`` it has to fit is the
-    distance from ``ln ratio`` to the decision it is closest to: inside the parity band, the nearer band edge (so
-    that the whole interval fits in the band: at speed); outside it, ``|ln ratio|`` (so that the interval excludes
-    parity: slower or faster). With ``n`` launches on each side, ``h_n = h * sqrt((2/n) / (1/n_c + 1/n_b))``, and
-    ``h_n <= m`` gives
+    The interval's half-width on a log scale, ``h = (ln ci_high - ln ci_low) / 2``, shrinks like
+    ``1 / sqrt(n)``. The margin ``m`` it has to fit is the distance from ``ln ratio`` to the edge of the decision
+    it is nearest: inside the parity band, the nearer band edge (the whole interval inside: at speed); below the
+    band, the distance to its lower edge (the whole interval beyond the floor: slower); above it, to its upper
+    edge. With ``n`` the launches per side now (the harmonic mean of the two sides' counts),
+    ``h * sqrt(n / n') <= m`` gives
 
-        n = ceil(2 * (h / m)**2 / (1/n_c + 1/n_b))
+        n' = ceil(n * (h / m)**2)
 
     raised to at least one launch more than the larger side has now. None when it cannot be estimated (fewer than
-    2 launches on a side, a ratio exactly on a boundary) or exceeds 1000.
+    2 launches on a side, a ratio on a band edge) or exceeds 1000: then repeating will not settle it.
     """
     if n_candidate < 2 or n_baseline < 2 or not (ratio > 0 and ci_low > 0 and ci_high > 0):
         return None
-    low, high = band
-    log_ratio = math.log(ratio)
-    if low <= ratio <= high:
-        margin = min(math.log(high) - log_ratio if math.isfinite(high) else math.inf, log_ratio - math.log(low))
+    low, high = (math.log(edge) if edge > 0 else -math.inf for edge in band)
+    centre = math.log(ratio)
+    if low <= centre <= high:
+        margin = min(high - centre, centre - low)
     else:
-        margin = abs(log_ratio)
-    if margin <= 0.0:
-        return None
+        margin = low - centre if centre < low else centre - high
     half_width = (math.log(ci_high) - math.log(ci_low)) / 2.0
-    needed = math.ceil(2.0 * (half_width / margin) ** 2 / (1.0 / n_candidate + 1.0 / n_baseline))
+    if not margin > 0.0 or not math.isfinite(half_width):
+        return None
+    now = 2.0 / (1.0 / n_candidate + 1.0 / n_baseline)
+    needed = math.ceil(now * (half_width / margin) ** 2)
     needed = max(needed, max(n_candidate, n_baseline) + 1)
     return needed if needed <= _NEEDED_CAP else None
+
+
+def replication_probability(comparison: "SizeComparison") -> float:
+    """The probability that a rerun of the same size, with as many launches, reaches the same verdict.
+
+    A normal approximation on the log scale (Cumming & Maillardet, "Confidence intervals and replication: Where
+    will the next mean fall?", Psychological Methods 11(3), 2006): with ``e`` the estimate and ``s`` its standard
+    error (read off the interval), a rerun's estimate falls around ``e`` with standard deviation ``s * sqrt(2)``
+    (both runs are noisy), and its interval has the same half-width ``z s``. AT_SPEED holds when the rerun's
+    estimate lies at least ``z s`` inside both band edges, SLOWER when it lies ``z s`` below the lower edge, FASTER
+    ``z s`` above the upper one, INCONCLUSIVE otherwise. NaN without an interval.
+    """
+    c = comparison
+    if not (c.ci_low > 0 and c.ci_high > 0 and c.ratio > 0) or c.ci_high <= c.ci_low:
+        return 1.0 if c.ci_low == c.ci_high and c.ci_low > 0 else math.nan
+    z = float(stats.norm.ppf(0.5 + c.confidence / 2.0))
+    se = (math.log(c.ci_high) - math.log(c.ci_low)) / (2.0 * z)
+    e, spread = math.log(c.ratio), se * math.sqrt(2.0)
+    low = math.log(c.floor_low) if c.floor_low > 0 else -math.inf
+    high = math.log(c.floor_high) if math.isfinite(c.floor_high) else math.inf
+
+    def below(edge: float) -> float:  # P(rerun estimate < edge)
+        return float(stats.norm.cdf((edge - e) / spread))
+
+    slower, faster = below(low - z * se), 1.0 - below(high + z * se)
+    at_speed = max(0.0, below(high - z * se) - below(low + z * se))
+    same = {Verdict.SLOWER: slower, Verdict.FASTER: faster, Verdict.AT_SPEED: at_speed,
+            Verdict.INCONCLUSIVE: 1.0 - slower - faster - at_speed}
+    return same[c.verdict]
+
+
+@functools.lru_cache(maxsize=256)
+def _signed_rank_null(n: int) -> np.ndarray:
+    """The cumulative null distribution of the Wilcoxon signed-rank statistic for ``n`` pairs:
+    ``P(T+ <= t)`` for ``t = 0 .. n(n+1)/2``, from the exact counts (the coefficients of prod (1 + x^i))."""
+    counts = np.zeros(n * (n + 1) // 2 + 1)
+    counts[0] = 1.0
+    for i in range(1, n + 1):
+        counts[i:] = counts[i:] + counts[:-i].copy()
+    return np.cumsum(counts) / 2.0 ** n
+
+
+@functools.lru_cache(maxsize=256)
+def _signed_rank_rank(n: int, confidence: float) -> int:
+    """The rank ``k`` (1-based) such that the Walsh averages ``W(k)`` and ``W(M - k + 1)`` bound the exact
+    signed-rank interval at ``confidence``: the largest ``k`` with ``P(T+ <= k - 1) <= (1 - confidence) / 2``;
+    0 when even the extreme Walsh averages do not reach that confidence (too few pairs)."""
+    if n < 1:
+        return 0
+    if n > 300:  # the normal approximation, with no loss at these counts
+        mean, sd = n * (n + 1) / 4.0, math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
+        return max(0, int(math.floor(mean - float(stats.norm.ppf(0.5 + confidence / 2.0)) * sd)))
+    cumulative = _signed_rank_null(n)
+    return int(np.searchsorted(cumulative, (1.0 - confidence) / 2.0 + 1e-12, side="right"))
+
+
+def signed_rank_interval(differences: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Hodges-Lehmann estimates with their exact Wilcoxon signed-rank intervals, one per row of ``differences``
+    (shape ``(rows, n)``, each row the paired differences of one comparison). Returns (estimate, low, high)
+    arrays; low and high are nan where ``n`` pairs cannot reach ``confidence`` (fewer than 5 pairs at 90 %).
+    ``tests/analysis`` checks the interval against scipy's signed-rank test inverted by brute force."""
+    rows, n = differences.shape
+    first, second = np.triu_indices(n)
+    walsh = np.sort((differences[:, first] + differences[:, second]) / 2.0, axis=1)
+    estimate = np.median(walsh, axis=1)
+    k = _signed_rank_rank(n, confidence)
+    if k < 1:
+        nan = np.full(rows, math.nan)
+        return estimate, nan, nan.copy()
+    return estimate, walsh[:, k - 1], walsh[:, walsh.shape[1] - k]
 
 
 def _rank_tests(candidate: np.ndarray, baseline: np.ndarray, worse: str) -> list[tuple[float, float]]:
@@ -232,33 +323,37 @@ def compare_size(
     *,
     higher_is_better: bool,
     floor: PracticalFloor = DEFAULT_FLOOR,
-    confidence: float = 0.95,
+    confidence: float | None = None,
     alpha: float = 0.05,
     seed: int = 0,
     min_launches: int = MIN_LAUNCHES,
     n_resamples: int = N_RESAMPLES,
     size: int | None = None,
     descriptive: bool = False,
+    paired: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> SizeComparison:
     """Compare the per-launch figures of a candidate with those of the baseline at one message size.
 
     ``candidate`` and ``baseline`` hold one figure per launch (positive and finite). ``higher_is_better`` is True
     for bandwidths and rates, False for times (latencies, in microseconds when ``floor.absolute_us`` is used).
+    ``paired``: the figures of the launches that ran in one block, as (candidate, baseline) sequences aligned
+    pair by pair; with at least ``min_launches`` pairs the interval is the paired one.
 
-    Verdicts (``band`` is ``floor.band(median_baseline)``, normally ``[1 - floor.relative, 1 + floor.relative]``):
+    Verdicts, with ``band = floor.band(median_baseline)`` (normally ``[1 - floor.relative, 1 + floor.relative]``)
+    and the interval at ``confidence`` (by default ``1 - 2 alpha``: 90 %), with at least ``min_launches`` launches per side
+    (or pairs):
 
-    * SLOWER: the one-sided rank test says worse (``p_value < alpha``) and the ratio is below the band;
-    * FASTER: the mirror image (``p_value_faster < alpha`` and the ratio above the band);
-    * AT_SPEED: the whole confidence interval lies inside the band, with at least ``min_launches`` per side;
-    * INCONCLUSIVE otherwise, including "too few launches" (fewer than 2 on a side; or fewer than ``min_launches``
-      and the exact rank test cannot reach ``p < alpha``), with ``launches_needed`` estimated.
+    * AT_SPEED: the whole interval lies inside the band;
+    * SLOWER: the whole interval lies below the band; FASTER: wholly above it;
+    * INCONCLUSIVE otherwise, including "too few launches", with ``launches_needed`` estimated.
 
     ``descriptive``: see ``compare_many``.
     """
-    (result,) = compare_sizes(
-        {size: candidate}, {size: baseline}, higher_is_better=higher_is_better, floor=floor, confidence=confidence,
-        alpha=alpha, seed=seed, min_launches=min_launches, n_resamples=n_resamples, descriptive=descriptive,
-    )
+    entry = (candidate, baseline, size) if paired is None else (candidate, baseline, size, paired)
+    (result,) = compare_many(
+        {size: entry}, higher_is_better=higher_is_better, floor=floor, confidence=confidence, alpha=alpha,
+        seed=seed, min_launches=min_launches, n_resamples=n_resamples, descriptive=descriptive,
+    ).values()
     return result
 
 
@@ -270,46 +365,56 @@ def compare_sizes(
     **settings,
 ) -> list[SizeComparison]:
     """``compare_size`` at every size both sides have, in the order of ``candidate``'s sizes (see ``compare_many``;
-    ``settings`` are ``compare_size``'s keyword arguments)."""
+    ``settings`` are ``compare_size``'s keyword arguments), unpaired."""
     pairs = {size: (candidate[size], baseline[size], size) for size in candidate if size in baseline}
     return list(compare_many(pairs, higher_is_better=higher_is_better, **settings).values())
 
 
+Entry = tuple  # (candidate, baseline, size) or (candidate, baseline, size, (paired candidate, paired baseline))
+
+
 def compare_many(
-    pairs: Mapping[Hashable, tuple[Sequence[float], Sequence[float], int | None]],
+    pairs: Mapping[Hashable, Entry],
     *,
     higher_is_better: bool,
     floor: PracticalFloor = DEFAULT_FLOOR,
-    confidence: float = 0.95,
+    confidence: float | None = None,
     alpha: float = 0.05,
     seed: int = 0,
     min_launches: int = MIN_LAUNCHES,
     n_resamples: int = N_RESAMPLES,
     descriptive: bool = False,
 ) -> dict[Hashable, SizeComparison]:
-    """``compare_size`` for many (candidate, baseline, size) triples at once, keyed as given: the sizes of one row,
-    or of every row of a campaign.
+    """``compare_size`` for many entries at once, keyed as given: the sizes of one row, or of every row of a
+    campaign. An entry is ``(candidate, baseline, size)``, or with a fourth item, the paired figures (see
+    ``compare_size``).
 
-    Comparisons with the same number of launches on each side (the usual case: every launch sweeps every size)
-    share one bootstrap draw and one batched rank test, so a whole campaign costs a few array operations.
+    Unpaired comparisons with the same number of launches on each side share one bootstrap draw and one batched
+    rank test; paired ones with the same number of pairs share one sort of their Walsh averages: a whole campaign
+    costs a few array operations.
 
-    ``descriptive`` is for published references, which give one figure per size (an OSU table): no interval and
-    no test is possible, and without this flag such a size is INCONCLUSIVE ("too few launches"). With it, a size
-    with a single figure on a side is judged by its ratio against the parity band alone (SLOWER below it, FASTER
-    above, AT_SPEED inside; against repeats, the ratio uses their median), with ``p_value`` NaN and
-    ``descriptive`` set. Never set it for campaign runs on both sides: a missing repeat there is a flaw to fix, not
-    a figure to describe.
+    ``descriptive`` is for published references, which give one figure per size (an OSU table): no interval is
+    possible, and without this flag such a size is INCONCLUSIVE ("too few launches"). With it, a size with a
+    single figure on a side is judged by its ratio against the parity band alone (SLOWER below it, FASTER above,
+    AT_SPEED inside; against repeats, the ratio uses their median), with ``descriptive`` set. Never set it for
+    campaign runs on both sides: a missing repeat there is a flaw to fix, not a figure to describe.
     """
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
+    confidence = 1.0 - 2.0 * alpha if confidence is None else confidence
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
     settings = _Settings(higher_is_better, floor, confidence, alpha, min_launches, descriptive)
-    batches: dict[tuple[int, int], list] = {}
-    for key, (c, b, _) in pairs.items():
-        batches.setdefault((len(c), len(b)), []).append(key)
+    unpaired: dict[tuple[int, int], list] = {}
+    by_pairs: dict[int, list] = {}
+    for key, entry in pairs.items():
+        aligned = entry[3] if len(entry) > 3 else None
+        if aligned is not None and len(aligned[0]) >= min_launches and not descriptive:
+            by_pairs.setdefault(len(aligned[0]), []).append(key)
+        else:
+            unpaired.setdefault((len(entry[0]), len(entry[1])), []).append(key)
     out: dict[Hashable, SizeComparison] = {}
-    for (n_c, n_b), keys in batches.items():
+    for (n_c, n_b), keys in unpaired.items():
         c = _figures([pairs[key][0] for key in keys], keys, "candidate")
         b = _figures([pairs[key][1] for key in keys], keys, "baseline")
         if n_c < 2 or n_b < 2:
@@ -320,8 +425,20 @@ def compare_many(
             p_values = _rank_tests(c, b, "less" if higher_is_better else "greater")
         medians_c, medians_b = np.median(c, axis=1).tolist(), np.median(b, axis=1).tolist()
         for row, key in enumerate(keys):
-            out[key] = _judge((n_c, n_b), (medians_c[row], medians_b[row]), intervals[row], p_values[row],
+            ratio = medians_c[row] / medians_b[row] if higher_is_better else medians_b[row] / medians_c[row]
+            out[key] = _judge((n_c, n_b), (medians_c[row], medians_b[row]), ratio, intervals[row], p_values[row],
                               settings, pairs[key][2])
+    for n, keys in by_pairs.items():
+        c = _figures([pairs[key][3][0] for key in keys], keys, "paired candidate")
+        b = _figures([pairs[key][3][1] for key in keys], keys, "paired baseline")
+        log_ratios = np.log(c) - np.log(b) if higher_is_better else np.log(b) - np.log(c)
+        estimate, low, high = signed_rank_interval(log_ratios, confidence)
+        for row, key in enumerate(keys):
+            side_c = _figures([pairs[key][0]], [key], "candidate")[0]
+            side_b = _figures([pairs[key][1]], [key], "baseline")[0]
+            out[key] = _judge((len(side_c), len(side_b)), (float(np.median(side_c)), float(np.median(side_b))),
+                              math.exp(estimate[row]), (math.exp(low[row]), math.exp(high[row])),
+                              (math.nan, math.nan), settings, pairs[key][2], n_pairs=n)
     return {key: out[key] for key in pairs}
 
 
@@ -436,19 +553,21 @@ def _ratio_intervals(c: np.ndarray, b: np.ndarray, settings: _Settings, seed: in
     return out
 
 
-def _judge(counts: tuple[int, int], medians: tuple[float, float], interval: tuple[float, float],
-           p_values: tuple[float, float], settings: _Settings, size: int | None) -> SizeComparison:
-    """The verdict at one size from its launch counts, medians, interval and one-sided p-values (see
-    ``compare_size``)."""
-    higher_is_better, floor, alpha, min_launches = (settings.higher_is_better, settings.floor, settings.alpha,
-                                                    settings.min_launches)
+def _judge(counts: tuple[int, int], medians: tuple[float, float], ratio: float, interval: tuple[float, float],
+           p_values: tuple[float, float], settings: _Settings, size: int | None,
+           n_pairs: int = 0) -> SizeComparison:
+    """The verdict at one size from its launch counts, medians, estimate, interval and (unpaired) one-sided
+    p-values, by the one interval rule (see ``compare_size``). ``n_pairs``: a paired comparison of that many
+    pairs (the interval is of the per-pair log ratios)."""
+    floor, min_launches = settings.floor, settings.min_launches
     n_c, n_b = counts
     median_c, median_b = medians
-    ratio = median_c / median_b if higher_is_better else median_b / median_c
-    band = floor.band(median_b, higher_is_better=higher_is_better)
+    band = floor.band(median_b, higher_is_better=settings.higher_is_better)
     floor_text = settings.floor_text
     ci_low = ci_high = p_worse = p_better = math.nan
     needed, too_few, descriptive = None, False, False
+    paired = n_pairs > 0
+    level = f"{settings.confidence:.0%}"
 
     if settings.descriptive and min(n_c, n_b) == 1:
         verdict, reason = _describe(n_c, n_b, ratio, band, floor_text)
@@ -456,56 +575,52 @@ def _judge(counts: tuple[int, int], medians: tuple[float, float], interval: tupl
     elif n_c < 2 or n_b < 2:
         p_worse = p_better = 1.0
         verdict, needed, too_few = Verdict.INCONCLUSIVE, max(min_launches, 2), True
-        reason = f"too few launches ({n_c} and {n_b}): a confidence interval needs at least 2 per side"
+        reason = f"too few launches ({n_c} and {n_b}): an interval needs at least 2 per side"
     else:
-        # The percentile interval contains the observed ratio in practice (each resampled median falls on either
-        # side of the observed one with probability near 1/2); the min/max only makes that an invariant.
-        ci_low = min(interval[0], ratio)
-        ci_high = max(interval[1], ratio)
         p_worse, p_better = p_values
-        reachable = smallest_p_value(n_c, n_b) < alpha
-        enough = min(n_c, n_b) >= min_launches
-        summary = f"{_fmt(ratio)}× (CI {_fmt(ci_low)}–{_fmt(ci_high)})"
-
-        if p_worse < alpha and ratio < band[0]:
-            verdict = Verdict.SLOWER
-            reason = f"{summary}, p = {p_worse:.2g}: slower beyond the {floor_text} floor"
-        elif p_better < alpha and ratio > band[1]:
-            verdict = Verdict.FASTER
-            reason = f"{summary}, p = {p_better:.2g}: faster beyond the {floor_text} floor"
+        if math.isfinite(interval[0]) and math.isfinite(interval[1]):
+            # a percentile interval contains the observed ratio in practice; the min/max makes it an invariant
+            ci_low, ci_high = min(interval[0], ratio), max(interval[1], ratio)
+        launches = n_pairs if paired else min(n_c, n_b)
+        enough = launches >= min_launches and math.isfinite(ci_low)
+        what = f"paired over {n_pairs} rounds" if paired else f"{level} CI"
+        summary = (f"{_fmt(ratio)}× ({what}: {_fmt(ci_low)}–{_fmt(ci_high)})" if paired and math.isfinite(ci_low)
+                   else f"{_fmt(ratio)}× ({level} CI {_fmt(ci_low)}–{_fmt(ci_high)})")
+        if enough and ci_high < band[0]:
+            verdict, reason = Verdict.SLOWER, f"{summary}: slower beyond the {floor_text} floor"
+        elif enough and ci_low > band[1]:
+            verdict, reason = Verdict.FASTER, f"{summary}: faster beyond the {floor_text} floor"
         elif enough and band[0] <= ci_low and ci_high <= band[1]:
-            verdict = Verdict.AT_SPEED
-            reason = f"{summary} within the {floor_text} floor"
-            if p_worse < alpha or p_better < alpha:
-                reason += f" (a significant difference, p = {min(p_worse, p_better):.2g}, below the floor)"
+            verdict, reason = Verdict.AT_SPEED, f"{summary} within the {floor_text} floor"
         else:
             verdict = Verdict.INCONCLUSIVE
             too_few = not enough
             needed = launches_needed(ratio, ci_low, ci_high, n_c, n_b, band)
             if not enough:
                 needed = None if needed is None else max(needed, min_launches)
-                if not reachable:
-                    reason = (
-                        f"too few launches ({n_c} and {n_b}): the rank test cannot reach p < {alpha:g} "
-                        f"(smallest possible p = {smallest_p_value(n_c, n_b):.2g}) and an at-speed claim needs "
-                        f"{min_launches} per side; {summary}"
-                    )
-                else:
-                    reason = (f"too few launches ({n_c} and {n_b}) for an at-speed claim (needs {min_launches}); "
-                              f"{summary}")
-            elif not reachable:
-                reason = (
-                    f"{summary} not settled: with {n_c} and {n_b} launches the rank test cannot reach p < {alpha:g}"
-                )
+                reason = (f"too few launches ({launches}{' pairs' if paired else f' and {max(n_c, n_b)}'}) for a "
+                          f"verdict (needs {min_launches}); {summary}")
             else:
-                p = p_worse if ratio <= 1.0 else p_better
-                reason = f"{summary}, p = {p:.2g}: the interval crosses the {floor_text} floor"
+                reason = f"{summary}: {_graded(ci_low, ci_high, band, floor_text)}"
     return SizeComparison(
         n_candidate=n_c, n_baseline=n_b, median_candidate=median_c, median_baseline=median_b, ratio=ratio,
         ci_low=ci_low, ci_high=ci_high, p_value=p_worse, verdict=verdict, reason=reason, launches_needed=needed,
-        p_value_faster=p_better, floor_low=band[0], floor_high=band[1], higher_is_better=higher_is_better,
+        p_value_faster=p_better, floor_low=band[0], floor_high=band[1], higher_is_better=settings.higher_is_better,
         size=size, confidence=settings.confidence, too_few_launches=too_few, descriptive=descriptive,
+        paired=paired, n_pairs=n_pairs,
     )
+
+
+def _graded(ci_low: float, ci_high: float, band: tuple[float, float], floor_text: str) -> str:
+    """Why an interval decides nothing, graded by where it lies against parity and the band."""
+    if ci_high < 1.0:
+        return f"slower, by about the {floor_text} floor (not shown to be beyond it)"
+    if ci_low > 1.0:
+        return f"faster, by about the {floor_text} floor (not shown to be beyond it)"
+    if ci_low < band[0] and ci_high > band[1]:
+        return f"too wide to tell: reaches beyond the {floor_text} floor on both sides"
+    side = "slow" if ci_low < band[0] else "fast"
+    return f"no difference shown, but the interval reaches past the {floor_text} floor on the {side} side"
 
 
 def _describe(n_c: int, n_b: int, ratio: float, band: tuple[float, float], floor_text: str) -> tuple[Verdict, str]:
