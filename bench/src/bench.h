@@ -50,8 +50,10 @@ enum device { DEV_NONE = 0, DEV_CUDA, DEV_ROCM };
 /* ---------------------------------------------------------------- descriptors */
 
 /* Point-to-point: timed on rank 0, the kernel turns the time into its figures.
- * Collective: timed on every rank, the figure is the mean over ranks of the per-rank latency. */
-enum family { FAMILY_PT2PT, FAMILY_COLLECTIVE };
+ * Collective: timed on every rank, the figure is the mean over ranks of the per-rank latency.
+ * Local: no communication, rank 0 alone measures (memcpy: the machine's bound); as point-to-point
+ * for the harness, but host buffers only. */
+enum family { FAMILY_PT2PT, FAMILY_COLLECTIVE, FAMILY_LOCAL };
 
 /* which of OSU's iteration counts apply (LAT_*, BW_*, COLL_*) */
 enum count_class { COUNTS_LATENCY, COUNTS_BANDWIDTH, COUNTS_COLLECTIVE };
@@ -78,6 +80,9 @@ typedef struct {
 
 extern const figures_t LATENCY_FIGURES, BANDWIDTH_FIGURES, MESSAGE_RATE_FIGURES;
 
+/* width of a figure's column: OSU's FIELD_WIDTH, wider where the header would touch its neighbour */
+int column_width(const char *column);
+
 typedef struct run run_t;
 
 typedef struct benchmark {
@@ -97,17 +102,22 @@ typedef struct benchmark {
     void *(*setup)(const run_t *run, size_t *max_size);
     void (*prepare)(void *state, size_t size); /* before the iterations of a size */
     double (*iterate)(void *state);            /* one iteration; its timed seconds */
-    /* point-to-point only: one iteration's primary figure, and the OSU figures of a size */
+    /* optional: after the index-th timed iteration (not warm-ups), keeps what else it measured */
+    void (*keep)(void *state, long index);
+    /* point-to-point and local: one iteration's primary figure, and the figures of a size */
     double (*sample)(void *state, double seconds);
     int (*summarize)(void *state, long iterations, double total_seconds, double *values);
     long (*validate)(void *state); /* this rank's errors in an untimed pass; NULL: none to check */
     void (*teardown)(void *state);
+    void (*describe)(const void *state, FILE *f); /* optional: lines under the title */
 } benchmark_t;
 
 extern const benchmark_t PT2PT_BENCHMARKS[];
 extern const int PT2PT_BENCHMARK_COUNT;
 extern const benchmark_t COLLECTIVE_BENCHMARKS[];
 extern const int COLLECTIVE_BENCHMARK_COUNT;
+extern const benchmark_t LOCAL_BENCHMARKS[];
+extern const int LOCAL_BENCHMARK_COUNT;
 
 /* ---------------------------------------------------------------- options, run, results */
 
@@ -215,6 +225,7 @@ void collect_meta(meta_t *m, MPI_Comm comm, int argc, char **argv);
 /* harness.c: one benchmark over its sizes */
 void init_run(run_t *run, const benchmark_t *b, const options_t *o, const meta_t *m, MPI_Comm comm);
 void run_benchmark(const run_t *run, results_t *out);
+long sample_capacity(const run_t *run);
 void fatal(int rank, const char *msg);
 
 /* measure.c: one size (warm-up, timed iterations, adaptive stop) */
@@ -248,7 +259,7 @@ void json_figure(FILE *f, double x);
 void json_bool(FILE *f, int b);
 
 /* report.c: OSU text and the result document */
-void print_header(const run_t *run);
+void print_header(const run_t *run, const void *state);
 void print_row(const run_t *run, const size_result_t *s);
 int publish_json(const run_t *run, const results_t *res);
 

@@ -11,15 +11,26 @@ const figures_t MESSAGE_RATE_FIGURES = {
     2, {{"bandwidth", "MB/s", "MB/s"}, {"message_rate", "messages/s", "Messages/s"}},
     "Min BW (MB/s)", "Max BW (MB/s)"};
 
-static int benchmark_count(void)
+int column_width(const char *column)
 {
-    return PT2PT_BENCHMARK_COUNT + COLLECTIVE_BENCHMARK_COUNT;
+    int wanted = (int)strlen(column) + 2;
+    return wanted > FIELD_WIDTH ? wanted : FIELD_WIDTH;
 }
 
+static int benchmark_count(void)
+{
+    return PT2PT_BENCHMARK_COUNT + COLLECTIVE_BENCHMARK_COUNT + LOCAL_BENCHMARK_COUNT;
+}
+
+/* point-to-point, collectives, local: the order of --help and --list */
 static const benchmark_t *benchmark_at(int i)
 {
-    return i < PT2PT_BENCHMARK_COUNT ? &PT2PT_BENCHMARKS[i]
-                                     : &COLLECTIVE_BENCHMARKS[i - PT2PT_BENCHMARK_COUNT];
+    if (i < PT2PT_BENCHMARK_COUNT)
+        return &PT2PT_BENCHMARKS[i];
+    i -= PT2PT_BENCHMARK_COUNT;
+    if (i < COLLECTIVE_BENCHMARK_COUNT)
+        return &COLLECTIVE_BENCHMARKS[i];
+    return &LOCAL_BENCHMARKS[i - COLLECTIVE_BENCHMARK_COUNT];
 }
 
 /* OSU's program name (osu_latency) is accepted too */
@@ -45,6 +56,15 @@ void format_title(const benchmark_t *b, const char *suffix, char *buf, size_t n)
 
 /* ---------------------------------------------------------------- rank rules */
 
+static const char *family_name(enum family family)
+{
+    switch (family) {
+    case FAMILY_PT2PT: return "pt2pt";
+    case FAMILY_COLLECTIVE: return "collective";
+    default: return "local";
+    }
+}
+
 static const char *rule_name(enum rank_rule rule)
 {
     switch (rule) {
@@ -59,7 +79,9 @@ int ranks_allowed(const benchmark_t *b, int nranks, char *msg, size_t len)
 {
     char count[16];
     int need = b->ranks.count;
-    if (need == 2)
+    if (need == 1)
+        snprintf(count, sizeof count, "one");
+    else if (need == 2)
         snprintf(count, sizeof count, "two");
     else
         snprintf(count, sizeof count, "%d", need);
@@ -101,7 +123,7 @@ static void write_benchmark_entry(FILE *f, const benchmark_t *b)
     fputc('{', f);
     json_key(f, "name"); json_string(f, b->name); fputc(',', f);
     json_key(f, "title"); json_string(f, title); fputc(',', f);
-    json_key(f, "family"); json_string(f, b->family == FAMILY_PT2PT ? "pt2pt" : "collective");
+    json_key(f, "family"); json_string(f, family_name(b->family));
     fputc(',', f);
     json_key(f, "metric"); json_string(f, fig->metrics[0].name); fputc(',', f);
     json_key(f, "unit"); json_string(f, fig->metrics[0].unit); fputc(',', f);

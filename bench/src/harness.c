@@ -62,7 +62,7 @@ void init_run(run_t *run, const benchmark_t *b, const options_t *o, const meta_t
     run->pagesize = pagesize > 0 ? (size_t)pagesize : 4096;
     if (b->has_sizes) {
         run->max_size = o->max_set ? o->max_size
-                        : b->family == FAMILY_PT2PT ? MAX_SIZE_PT2PT : MAX_SIZE_COLL;
+                        : b->family == FAMILY_COLLECTIVE ? MAX_SIZE_COLL : MAX_SIZE_PT2PT;
         run->min_size = o->min_set ? o->min_size : 1;
         if (run->min_size > run->max_size)
             run->min_size = run->max_size;
@@ -73,7 +73,7 @@ void init_run(run_t *run, const benchmark_t *b, const options_t *o, const meta_t
 /* ---------------------------------------------------------------- samples */
 
 /* The largest number of timed iterations any size of this run may take. */
-static long sample_capacity(const run_t *run)
+long sample_capacity(const run_t *run)
 {
     const options_t *o = run->opts;
     long cap = run->small.iters > run->large.iters ? run->small.iters : run->large.iters;
@@ -112,7 +112,7 @@ static double total_seconds(const samples_t *s, long n)
     return total;
 }
 
-/* point-to-point: rank 0's clock; the kernel knows what the time means */
+/* point-to-point and local: rank 0's clock; the kernel knows what the time means */
 static void summarize_on_root(const run_t *run, void *state, const samples_t *s, long n,
                               size_result_t *out)
 {
@@ -195,7 +195,7 @@ void run_benchmark(const run_t *run, results_t *out)
     if (!state || !have_samples)
         fatal(run->rank, "buffer allocation failed");
 
-    print_header(run);
+    print_header(run, state);
     if (!b->has_sizes)
         run_size(run, state, 0, &s, out);
     for (size_t size = run->min_size; b->has_sizes && size <= max_size && out->nres < MAX_SIZES;

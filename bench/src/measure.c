@@ -35,6 +35,7 @@ long measure_size(const run_t *run, void *state, size_t size, const counts_t *co
 {
     const options_t *o = run->opts;
     double (*iterate)(void *) = run->bench->iterate;
+    void (*keep)(void *, long) = run->bench->keep;
     int adaptive = o->stop_ci > 0.0;
     long nmax = counts->iters, next = -1, n = 0, done = 0;
 
@@ -50,7 +51,10 @@ long measure_size(const run_t *run, void *state, size_t size, const counts_t *co
         (void)iterate(state);
 
     while (n < nmax) {
-        s->seconds[n++] = iterate(state);
+        s->seconds[n] = iterate(state);
+        if (keep)
+            keep(state, n);
+        n++;
         if (!adaptive || n != next || n >= nmax)
             continue;
         to_metrics(run, state, s, done, n);

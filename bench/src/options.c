@@ -41,6 +41,7 @@ void usage(FILE *f)
         "TEST (point-to-point): latency bw bibw mbw_mr multi_lat\n"
         "TEST (collectives):    barrier bcast reduce allreduce gather scatter allgather\n"
         "                       alltoall reduce_scatter\n"
+        "TEST (local):          memcpy (rank 0's copy bandwidth, in cache and from memory)\n"
         "SRC DST (point-to-point): H, D or M each: buffers of rank 0 (SRC) and rank 1 (DST)\n"
         "         in host, device or managed memory (D and M need -d and a CUDA/ROCm build)\n"
         "\n"

@@ -47,37 +47,43 @@ static int shows_validation(const run_t *run)
 
 /* ---------------------------------------------------------------- OSU text */
 
-static void print_preamble(const run_t *run)
+static void print_preamble(const run_t *run, const void *state)
 {
     const options_t *o = run->opts;
     const benchmark_t *b = run->bench;
     char title[160];
     format_title(b, accel_suffix(o), title, sizeof title);
-    printf("\n# %s (%s %s)\n", title, MB_NAME, MB_VERSION);
+    if (b->family == FAMILY_LOCAL) /* not an OSU test: its title names the suite already */
+        printf("\n# %s\n", title);
+    else
+        printf("\n# %s (%s %s)\n", title, MB_NAME, MB_VERSION);
     if (b->reports_pairs)
         printf("# [ pairs: %d ] [ window size: %d ]\n", run->nranks / 2, o->window);
-    if (b->has_sizes)
+    if (b->describe)
+        b->describe(state, stdout);
+    if (b->has_sizes && b->family != FAMILY_LOCAL)
         printf("# Datatype: MPI_CHAR.\n");
     if (b->family == FAMILY_PT2PT && o->device != DEV_NONE)
         printf("# Send Buffer on %s and Receive Buffer on %s\n", place_name(o->src),
                place_name(o->dst));
 }
 
-void print_header(const run_t *run)
+void print_header(const run_t *run, const void *state)
 {
     const figures_t *fig = run->bench->figures;
     if (run->rank != 0 || run->opts->format_json)
         return;
-    print_preamble(run);
+    print_preamble(run, state);
     if (!run->bench->has_sizes) {
         printf("# %s", fig->metrics[0].column);
     } else {
         printf("%-*s", 10, "# Size");
         for (int i = 0; i < fig->count; i++)
-            printf("%*s", FIELD_WIDTH, fig->metrics[i].column);
+            printf("%*s", column_width(fig->metrics[i].column), fig->metrics[i].column);
     }
     if (run->opts->full)
-        printf("%*s%*s%*s", FIELD_WIDTH, fig->min_column, FIELD_WIDTH, fig->max_column, ITER_WIDTH,
+        printf("%*s%*s%*s", column_width(fig->min_column), fig->min_column,
+               column_width(fig->max_column), fig->max_column, ITER_WIDTH,
                "Iterations");
     if (shows_validation(run))
         printf("%*s", FIELD_WIDTH, "Validation");
@@ -92,7 +98,8 @@ void print_row(const run_t *run, const size_result_t *s)
     if (s->has_size) {
         printf("%-*zu", 10, s->size);
         for (int i = 0; i < s->nvalues; i++)
-            printf("%*.*f", FIELD_WIDTH, FLOAT_PRECISION, s->values[i]);
+            printf("%*.*f", column_width(run->bench->figures->metrics[i].column), FLOAT_PRECISION,
+                   s->values[i]);
     } else {
         printf("%*.*f", 17, FLOAT_PRECISION, s->values[0]);
     }
@@ -100,8 +107,9 @@ void print_row(const run_t *run, const size_result_t *s)
         /* collectives: OSU's min/max over ranks; point-to-point: over iterations */
         double mn = s->has_rank ? s->rank_min : s->st.min;
         double mx = s->has_rank ? s->rank_max : s->st.max;
-        printf("%*.*f%*.*f%*ld", FIELD_WIDTH, FLOAT_PRECISION, mn, FIELD_WIDTH, FLOAT_PRECISION,
-               mx, ITER_WIDTH, s->iters);
+        const figures_t *fig = run->bench->figures;
+        printf("%*.*f%*.*f%*ld", column_width(fig->min_column), FLOAT_PRECISION, mn,
+               column_width(fig->max_column), FLOAT_PRECISION, mx, ITER_WIDTH, s->iters);
     }
     if (shows_validation(run))
         printf("%*s", FIELD_WIDTH, s->validation == 1 ? "Fail" : "Pass");
@@ -214,7 +222,8 @@ static void write_options(FILE *f, const run_t *run)
     json_key(f, "validation"); json_bool(f, o->validate); fputc(',', f);
     json_key(f, "full"); json_bool(f, o->full); fputc(',', f);
     json_key(f, "buffers");
-    json_string(f, b->family == FAMILY_PT2PT ? buffers : o->device ? "D" : "H");
+    json_string(f, b->family == FAMILY_PT2PT ? buffers
+                   : b->family == FAMILY_COLLECTIVE && o->device ? "D" : "H");
     fputc(',', f);
     json_key(f, "device"); json_string(f, device_name(o)); fputc(',', f);
     write_stop_rule(f, o);

@@ -31,12 +31,14 @@ TITLES = {
     "allgather": "OSU MPI Allgather Latency Test",
     "alltoall": "OSU MPI All-to-All Personalized Exchange Latency Test",
     "reduce_scatter": "OSU MPI Reduce_scatter Latency Test",
+    "memcpy": "mpistack-bench memcpy",
 }
 PT2PT = ["latency", "bw", "bibw", "mbw_mr", "multi_lat"]
 COLLECTIVES = ["barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather",
                "alltoall", "reduce_scatter"]
+LOCAL = ["memcpy"]  # no communication: rank 0 measures the machine
 TWO_RANKS_ONLY = {"latency", "bw", "bibw"}
-BANDWIDTH = {"bw", "bibw", "mbw_mr"}
+BANDWIDTH = {"bw", "bibw", "mbw_mr"}  # OSU bandwidth tests (the "bandwidth" metric, -W)
 IDENTITY = " (mpistack-bench 0.1)"
 
 # Small, quick settings (2 shared cores)

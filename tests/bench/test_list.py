@@ -12,7 +12,9 @@ import pytest
 from conftest import load_benchlib  # noqa: E402  (tests/bench/conftest.py)
 
 lib = load_benchlib()
-ALL_TESTS = lib.PT2PT + lib.COLLECTIVES
+ALL_TESTS = lib.PT2PT + lib.COLLECTIVES + lib.LOCAL
+FAMILIES = {**dict.fromkeys(lib.PT2PT, "pt2pt"), **dict.fromkeys(lib.COLLECTIVES, "collective"),
+            **dict.fromkeys(lib.LOCAL, "local")}
 MPI_NAMES = ["mpich", "openmpi"]
 TEST_KEYS = {"name", "title", "family", "metric", "unit", "metrics", "ranks", "sizes", "buffers",
              "window", "validation"}
@@ -48,13 +50,18 @@ def test_list_describes_every_test(builds, mpi):
         name = t["name"]
         assert set(t) == TEST_KEYS, name
         assert t["title"] == lib.TITLES[name]
-        assert t["family"] == ("pt2pt" if name in lib.PT2PT else "collective")
+        assert t["family"] == FAMILIES[name]
         bandwidth = name in lib.BANDWIDTH
-        assert (t["metric"], t["unit"]) == (("bandwidth", "MB/s") if bandwidth else ("latency", "us"))
         assert t["metrics"][0] == {"name": t["metric"], "unit": t["unit"]}
-        assert t["metrics"][1:] == ([{"name": "message_rate", "unit": "messages/s"}]
-                                    if name == "mbw_mr" else [])
-        assert t["ranks"]["rule"] in ("exactly", "even", "at-least") and t["ranks"]["count"] == 2
+        if name == "memcpy":
+            assert t["metrics"] == [{"name": "in_cache", "unit": "MB/s"},
+                                    {"name": "from_memory", "unit": "MB/s"}]
+            assert t["ranks"] == {"rule": "at-least", "count": 1}
+        else:
+            assert (t["metric"], t["unit"]) == (("bandwidth", "MB/s") if bandwidth else ("latency", "us"))
+            assert t["metrics"][1:] == ([{"name": "message_rate", "unit": "messages/s"}]
+                                        if name == "mbw_mr" else [])
+            assert t["ranks"]["rule"] in ("exactly", "even", "at-least") and t["ranks"]["count"] == 2
         assert t["sizes"] is (name != "barrier")
         assert t["buffers"] is (name in lib.PT2PT)
         assert t["window"] is bandwidth
@@ -79,6 +86,8 @@ def test_list_rank_rules_are_what_the_binary_enforces(builds, run_bench, mpi, nr
         assert d["metrics"] == t["metrics"]
         assert (d["results"][0]["size"] is not None) is t["sizes"]
     # the cases the rules exist for
+    if nranks == 1:
+        assert expected == ["memcpy"]
     if nranks == 3:
         assert "mbw_mr" not in expected and "multi_lat" not in expected and "bcast" in expected
     if nranks == 4:

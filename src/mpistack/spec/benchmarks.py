@@ -16,6 +16,7 @@ from enum import Enum
 class Family(str, Enum):
     PT2PT = "pt2pt"
     COLLECTIVE = "collective"
+    LOCAL = "local"  # no communication: rank 0 measures the machine (memcpy, the bound of intra-node bandwidth)
 
 
 class RankRule(str, Enum):
@@ -26,17 +27,20 @@ class RankRule(str, Enum):
 
 @dataclass(frozen=True)
 class Metric:
-    name: str  # latency | bandwidth
-    unit: str  # us | MB/s
+    name: str  # latency | bandwidth | message_rate | in_cache | from_memory
+    unit: str  # us | MB/s | messages/s
 
     @property
     def higher_is_better(self) -> bool:
         return self.name in HIGHER_IS_BETTER
 
 
-HIGHER_IS_BETTER = frozenset({"bandwidth", "message_rate"})
+HIGHER_IS_BETTER = frozenset({"bandwidth", "message_rate", "in_cache", "from_memory"})
 LATENCY = Metric("latency", "us")
 BANDWIDTH = Metric("bandwidth", "MB/s")
+# memcpy's two figures: one core copying warm buffers, and copying data that comes from DRAM
+MEMCPY_IN_CACHE = Metric("in_cache", "MB/s")
+MEMCPY_FROM_MEMORY = Metric("from_memory", "MB/s")
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,7 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
     _collective("allgather"),
     _collective("alltoall"),
     _collective("reduce_scatter"),
+    Benchmark("memcpy", Family.LOCAL, MEMCPY_IN_CACHE, RankRule.AT_LEAST, rank_count=1),
 )}
 BENCHMARK_NAMES = tuple(BENCHMARKS)
 
