@@ -32,6 +32,7 @@ from ..spec.provenance import Provenance
 from ..spec.status import RunStatus
 from . import journal, probe
 from .reasons import first_reason
+from .schedule import ScheduledCase
 
 # Exit codes of podman (125: engine error, 126: cannot invoke, 127: not found) and of a launcher that
 # could not start: infrastructure, worth a retry; anything else is the benchmark's own failure.
@@ -74,6 +75,8 @@ class CaseContext:
     on_store_retry: Callable[[str, float], None] | None = None
     #: transport evidence per configuration (campaign/probe.py), recorded with each of its runs
     transports: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: the key of the case launched last in this session (recorded with the next: what ran just before it)
+    previous_case: str | None = None
 
 
 def case_label(campaign: Campaign, case: Case) -> str:
@@ -146,8 +149,12 @@ def record(context: CaseContext, case: Case, outcome: Outcome, runs: list[Parsed
     facts.transport = dict(context.transports.get(probe.configuration(case), {}))
     tags = {**context.tags, "case": case.key, "mpi": case.stack.mpi_impl, "repeat": str(case.repeat),
             "variant": case.variant_name, "origin": case.origin}
+    if isinstance(case, ScheduledCase):
+        tags.update(case.schedule_tags())
     if case.variant is not None:
         tags["variant_baseline"] = case.variant.baseline
+        if case.variant.control:
+            tags["control"] = "a-a"  # the analysis states this row's answer first: the machine's own A/A result
     if case.stack.declared_mpi_version:
         tags["mpi_version"] = case.stack.declared_mpi_version
     if launch is not None:
@@ -213,10 +220,13 @@ def run_case(context: CaseContext, case: Case) -> Outcome | None:
     attempts = 0
     while True:
         attempts += 1
-        execution = context.launcher.execute(launch, context.campaign.timeout)
+        previous = context.previous_case
+        execution = context.launcher.execute(launch, context.campaign.timeout, ranks=case.placement.ranks)
+        context.previous_case = case.key
         if execution.interrupted:
             return None
         if execution.exit_code in INFRASTRUCTURE_EXIT_CODES and attempts <= context.campaign.retries:
             continue
         break
-    return conclude(context, case, launch, execution, attempts)
+    return conclude(context, case, launch, execution, attempts,
+                    {"previous_case": previous} if previous is not None else None)
