@@ -14,7 +14,7 @@ from mpistack.campaign import bounds
 from mpistack.campaign.matrix import expand, resolve_stacks
 from mpistack.spec.campaign import load_campaign_text
 from mpistack.store import open_database
-from mpistack.store.bounds import BOUNDS, read_bounds
+from mpistack.store.bounds import bounds_table, read_bounds
 from mpistack.store.campaigns import start_campaign
 from mpistack.store.database import write_transaction
 
@@ -75,7 +75,7 @@ def test_a_campaign_measures_stores_and_reads_its_bounds(tmp_path, monkeypatch):
 
 def _count(database) -> int:
     with database.connect() as connection:
-        return len(connection.execute(BOUNDS.select()).all())
+        return len(connection.execute(bounds_table().select()).all())
 
 
 def test_a_hang_is_recorded_and_the_rest_measured(tmp_path):
@@ -94,7 +94,7 @@ def test_old_bounds_of_another_campaign_are_measured_again(tmp_path):
     first, second = start_campaign(database, "a", {}), start_campaign(database, "a", {})
     old = datetime.now(timezone.utc) - timedelta(hours=bounds.REUSE_HOURS + 1)
     with write_transaction(database) as connection:
-        connection.execute(BOUNDS.insert(), {"campaign_id": first, "host": "h", "kind": "memcpy-cache", "mpi": "",
+        connection.execute(bounds_table().insert(), {"campaign_id": first, "host": "h", "kind": "memcpy-cache", "mpi": "",
                                              "measured_at": old, "launches": 3, "status": "ok", "figures": []})
     assert bounds.reuse_recent(database, second, "h", set()) == []
     assert bounds.reuse_recent(database, second, "other-host", set()) == []

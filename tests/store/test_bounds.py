@@ -8,9 +8,10 @@ from datetime import datetime, timezone
 from sqlalchemy import delete, func, select
 
 from mpistack.store import open_database
-from mpistack.store.bounds import BOUNDS, bound_hosts, measured, read_bounds, write_bounds
+from mpistack.store.bounds import bound_hosts, bounds_table, measured, read_bounds, write_bounds
 from mpistack.store.campaigns import start_campaign
 from mpistack.store.database import write_transaction
+from mpistack.store.reading import open_reader
 from mpistack.store.schema import CampaignRow
 
 MACHINE = {"host": "node1", "cpu_model": "Test CPU", "kernel": "6.1.0"}
@@ -36,6 +37,8 @@ def test_bounds_round_trip_with_provenance(store_url):
     tcp = next(s for s in sources if s["kind"] == "tcp-latency")
     assert tcp["mpi"] == "openmpi" and tcp["command"] == "measure tcp-latency" and tcp["launches"] == 3
     assert read_bounds(engine, start_campaign(engine, "other", {})) is None
+    if "://" not in store_url:  # the plain SQLite reader of `mpistack show` reads the same
+        assert read_bounds(open_reader(store_url), campaign) == (machine, figures, sources)
 
 
 def test_a_resume_measures_only_what_failed_and_a_failure_never_hides_an_earlier_figure(store_url):
@@ -63,4 +66,4 @@ def test_bounds_are_per_host_and_go_with_their_campaign(store_url):
     with write_transaction(engine) as connection:
         connection.execute(delete(CampaignRow.__table__).where(CampaignRow.__table__.c.id == campaign))
     with engine.connect() as connection:
-        assert connection.execute(select(func.count()).select_from(BOUNDS)).scalar() == 0
+        assert connection.execute(select(func.count()).select_from(bounds_table())).scalar() == 0

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Iterable, Literal
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from ..store.reading import SqliteStore
+
 #: Kinds of bound, as stored (one ``BoundFigure.kind`` each).
 MEMCPY_CACHE = "memcpy-cache"
 MEMCPY_MEMORY = "memcpy-memory"
@@ -204,12 +206,13 @@ def bounds_from(host: dict, figures: Iterable[BoundFigure], sources: Iterable[Bo
                          network=host.get("network") or "not measured")
 
 
-def load_bounds(engine: "Engine", campaign_id: int, host: str | None = None) -> MachineBounds | None:
+def load_bounds(store: "Engine | SqliteStore", campaign_id: int, host: str | None = None) -> MachineBounds | None:
     """The bounds measured for a campaign on `host` (default: the first node measured; locally the only one),
-    the newest per kind when several were; None when none were."""
+    the newest per kind when several were; None when none were. `store`: an Engine, or the plain SQLite reader
+    of store/reading.py (`open_reader`)."""
     from ..store.bounds import read_bounds
 
-    stored = read_bounds(engine, campaign_id, host)
+    stored = read_bounds(store, campaign_id, host)
     if stored is None:
         return None
     host, figures, sources = stored
