@@ -8,7 +8,7 @@ DB ?= mpistack.db
 # CI sets CI=true: bench builds then fail on any warning
 WERROR := $(if $(filter true,$(CI)),1,0)
 
-.PHONY: run test host venv bench bench-startup bench-store bench-recipes bench-report agreement agreement-replay bench-build lint clean help
+.PHONY: run test host venv bench bench-startup bench-store bench-recipes bench-report agreement agreement-replay doctor-check bench-build lint clean help
 
 help:
 	@echo "make run          set up this machine, then run the default job"
@@ -19,6 +19,7 @@ help:
 	@echo "make bench-report  analysis and report time over one million stored results"
 	@echo "make agreement    the default campaign 3 times: how often the classes agree"
 	@echo "make agreement-replay  the same estimated at 8 to 96 launches per case, from agreement.db"
+	@echo "make doctor-check the fault campaign into faults.db, then the doctor scored on it"
 	@echo "make -C bench sweep   mpistack-bench sweep speed (one launch, adaptive vs OSU-style)"
 
 host:
@@ -66,6 +67,13 @@ agreement: host venv
 # From agreement.db's stored launches (runs nothing): how the agreement would change with fewer or more launches.
 agreement-replay: venv
 	$(VPY) benchmarks/agreement.py --replay 8,16,32,48,96 --trials 8 --db agreement.db
+
+# Known causes injected on purpose (examples/faults.toml), run into faults.db (each run a new campaign beside the
+# earlier ones), then the doctor's findings on the latest scored against them: exit 1 when recall < 90% or
+# precision < 95% (docs/doctor.md, "The fault matrix").
+doctor-check: host venv
+	$(MPISTACK) --db faults.db run examples/faults.toml
+	$(MPISTACK) --db faults.db doctor --campaign faults --score
 
 bench: bench-store bench-recipes bench-report
 	$(MAKE) -C bench sweep
