@@ -1,34 +1,41 @@
 """Regressions: a case in one campaign against its own history, the earlier campaigns of the same name.
 
 A *case* is a row without its scope: stack, approach, variant, benchmark, metric, placement (ranks, nodes) and
-buffers. At each message size the history gives one median per earlier campaign; their median is the expected
-figure and their median absolute deviation, scaled to a standard deviation (x 1.4826, exact for normal data),
-is the campaign-to-campaign noise. Medians and the MAD rather than mean and standard deviation, because one bad
-night in the history must move neither (Hoefler & Belli, SC15, rule 8: robust measures).
+buffers. The unit of history is the campaign, not the launch: launches of one campaign share that campaign's
+state of the machine (its load, its slow modes), so pooling the launches of earlier campaigns as if they were
+exchangeable would make any test far too sure of itself. Each earlier campaign therefore gives one figure per
+size, its median over its launches, and the current campaign's median is judged against those figures.
 
-A size is a *drop* when all three hold:
+On the log scale, ``k`` earlier medians have a mean ``m`` and a standard deviation ``s``. One more campaign from
+the same machine is predicted to fall within the prediction interval
 
-* beyond the history's noise: the current median is worse than the history's median by more than
-  ``NOISE_SPREADS`` (3) robust spreads (lower for rates, higher for times);
-* beyond the practical floor (``Settings.floor``, 10% and, for times, 0.05 us): the same rule as every answer;
-* significant: a one-sided Mann-Whitney U test of the current campaign's launches against the **pooled launches
-  of the history** (every earlier campaign that ran the case at that size), p < ``Settings.alpha``. Pooled,
-  because a regression that persists must stay flagged in the campaigns after the one it appeared in, until it
-  has become the history's median; the campaign-to-campaign variation that pooling hides from the test is what
-  the noise criterion above accounts for. The test needs at least 2 launches per side: a campaign without
-  repeats cannot show a regression.
+    m ± t(1 − alpha, k − 1) · s' · sqrt(1 + 1/k),     s' = max(s, s_floor)
 
-Three criteria together make a false flag need a large, consistent deviation, so no further adjustment across
-the sizes of a case is made. Drops at adjacent tested sizes are merged into ranges (``merge_adjacent``).
+(Student's t with ``k − 1`` degrees of freedom; ``alpha`` is ``Settings.alpha``, one-sided). A size is a *drop*
+when the current median lies beyond the bound on the worse side (below for rates, above for times).
+
+The spread is floored at the practical floor: ``s_floor = log(1 / low) / z(1 − alpha)``, where ``low`` is the
+lower edge of the parity band (``Settings.floor``: 10 % and, for times, 0.05 us) at the history's figure. That is
+the spread at which an endless, perfectly steady history would put the bound exactly at the floor. So two
+identical earlier campaigns (``s = 0``) do not make every wiggle a regression, and since ``t · sqrt(1 + 1/k)``
+exceeds ``z`` for every ``k``, a drop is always beyond the practical floor. A short history widens the bound
+(``k = 2``: t = 6.3), which is what two campaigns can tell.
+
+Fewer than ``MIN_HISTORY`` (2) earlier campaigns at a size give no spread at all: such a size is *not enough
+history*, counted and said (``RegressionCheck.summary``), never silently passed. Drops at adjacent tested sizes
+are merged into ranges (``merge_adjacent``).
 """
 
 from __future__ import annotations
 
+import math
 import statistics as _stdlib_statistics
 from dataclasses import dataclass
 from datetime import datetime
+from statistics import NormalDist
 from typing import Sequence
 
+from scipy.stats import t as student_t
 from sqlalchemy import Engine
 
 from ..store.campaigns import campaign_record, earlier_campaigns
@@ -36,15 +43,11 @@ from ..store.query import Where
 from .answers import Settings
 from .classes import format_size, format_sizes, merge_adjacent
 from .evidence import Row, RowKey, load_rows
-from .statistics import compare_many
 
-#: How many robust spreads (MAD scaled to sigma) of the history's campaign medians a drop must exceed.
-NOISE_SPREADS = 3.0
-#: Earlier campaigns a size needs before its history has a spread at all (a MAD of two medians is not one).
-MIN_HISTORY = 3
+#: Earlier campaigns a size needs before its history has a spread at all.
+MIN_HISTORY = 2
 #: Earlier campaigns of the same name a campaign is checked against by default.
 HISTORY = 5
-_MAD_TO_SIGMA = 1.4826
 
 
 @dataclass(frozen=True)
@@ -74,16 +77,16 @@ class CampaignRows:
 
 @dataclass(frozen=True)
 class SizeDrop:
-    """One size where the current campaign fell below its history."""
+    """One size where the current campaign fell beyond the prediction interval of its history."""
 
     size: int | None
     median: float  # the current campaign's median over its launches
-    history_median: float  # the median of the earlier campaigns' medians
-    history_spread: float  # their MAD scaled to a standard deviation
+    history_median: float  # the geometric mean of the earlier campaigns' medians (exp of m)
+    history_spread: float  # s' on the log scale: their standard deviation, floored at the practical floor
+    bound: float  # the prediction interval's edge on the worse side, in the figure's unit
     ratio: float  # current against history, oriented: below 1.0 a loss
-    p_value: float  # one-sided Mann-Whitney U against the pooled history launches
+    campaigns: int  # k, the earlier campaigns at this size
     launches: int
-    history_launches: int
 
     def to_dict(self) -> dict:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -136,9 +139,43 @@ class Regression:
         }
 
 
+@dataclass(frozen=True)
+class RegressionCheck:
+    """A campaign checked against its history: the regressions found, and how much could be checked."""
+
+    campaign: CampaignRef
+    history: tuple[CampaignRef, ...]  # the earlier campaigns of the name looked at, newest first
+    regressions: list[Regression]
+    checked: int  # sizes of cases with at least MIN_HISTORY earlier campaigns
+    unchecked: int  # sizes of cases with fewer: not enough history
+
+    def summary(self) -> str:
+        """One sentence on what the check could say: what it found, or why it could not look."""
+        earlier = len(self.history)
+        if not self.checked and not self.unchecked:
+            return f"Nothing to check: no launch of {self.campaign.describe()} succeeded."
+        if not self.checked and earlier < MIN_HISTORY:
+            return (f"Not enough history: {self.campaign.describe()} has {earlier} earlier campaign"
+                    f"{'' if earlier == 1 else 's'} of its name, and a regression needs at least {MIN_HISTORY}.")
+        if not self.checked:
+            return (f"Not enough history: fewer than {MIN_HISTORY} of the {earlier} earlier campaigns of this name "
+                    "ran these cases.")
+        ids = ", ".join(str(ref.id) for ref in self.history)
+        found = (f"{len(self.regressions)} case(s) slower than" if self.regressions else "None against")
+        text = f"{found} campaigns {ids} of this name at {self.checked} case sizes"
+        if self.unchecked:
+            text += f"; {self.unchecked} case sizes had fewer than {MIN_HISTORY} earlier campaigns (not enough history)"
+        return text + "."
+
+    def to_dict(self) -> dict:
+        return {"campaign": self.campaign.to_dict(), "history": [ref.to_dict() for ref in self.history],
+                "regressions": [regression.to_dict() for regression in self.regressions],
+                "checked": self.checked, "unchecked": self.unchecked, "summary": self.summary()}
+
+
 def find_regressions(engine: Engine, campaign_id: int, settings: Settings = Settings(),
-                     history: int = HISTORY) -> list[Regression]:
-    """The regressions of a stored campaign against the last ``history`` campaigns of the same name."""
+                     history: int = HISTORY) -> RegressionCheck:
+    """A stored campaign against the last ``history`` campaigns of the same name."""
     record = campaign_record(engine, campaign_id)
     if record is None:
         raise LookupError(f"no campaign {campaign_id} in the store")
@@ -147,90 +184,65 @@ def find_regressions(engine: Engine, campaign_id: int, settings: Settings = Sett
     return regressions_in(current, past, settings)
 
 
-def regressions_in(current: CampaignRows, history: Sequence[CampaignRows], settings: Settings = Settings(), *,
-                   spreads: float = NOISE_SPREADS, min_history: int = MIN_HISTORY) -> list[Regression]:
-    """The regressions of ``current`` against ``history`` (earlier campaigns, newest first); pure, no store."""
+def regressions_in(current: CampaignRows, history: Sequence[CampaignRows],
+                   settings: Settings = Settings()) -> RegressionCheck:
+    """``current`` against ``history`` (earlier campaigns, newest first); pure, no store."""
     past = [(entry.campaign, {key.with_(scope=""): row for key, row in entry.rows.items() if row.launches})
             for entry in history]
-    candidates: dict[tuple[RowKey, int | None], _Candidate] = {}
+    regressions, checked, unchecked = [], 0, 0
     for key, row in sorted(current.rows.items()):
         if row.launches == 0:
             continue
         earlier = [(ref, rows[key.with_(scope="")]) for ref, rows in past if key.with_(scope="") in rows]
+        drops: dict[int | None, SizeDrop] = {}
+        refs: set[CampaignRef] = set()
         for size, figures in row.figures.items():
-            candidate = _candidate(row, size, figures, earlier, settings, spreads, min_history)
-            if candidate is not None:
-                candidates[(key, size)] = candidate
-    significant = _significant(candidates, settings)
-    return [_regression(current, key, candidates, significant) for key in
-            sorted({key for key, size in significant})]
+            runs = [(ref, past_row.figures[size]) for ref, past_row in earlier if past_row.figures.get(size)]
+            if len(runs) < MIN_HISTORY:
+                unchecked += 1
+                continue
+            checked += 1
+            drop = size_drop(size, figures, [_stdlib_statistics.median(values) for _, values in runs],
+                             row.key.higher_is_better, settings)
+            if drop is not None:
+                drops[size] = drop
+                refs.update(ref for ref, _ in runs)
+        if drops:
+            regressions.append(_regression(current.campaign, row, drops, refs))
+    return RegressionCheck(current.campaign, tuple(entry.campaign for entry in history), regressions, checked,
+                           unchecked)
 
 
-@dataclass(frozen=True)
-class _Candidate:
-    """A size beyond the noise and the floor, waiting for its rank test."""
-
-    row: Row
-    figures: list[float]
-    pooled: list[float]
-    median: float
-    history_median: float
-    spread: float
-    ratio: float
-    history: tuple[CampaignRef, ...]
-
-
-def _candidate(row: Row, size, figures: list[float], earlier: list[tuple[CampaignRef, Row]], settings: Settings,
-               spreads: float, min_history: int) -> _Candidate | None:
-    """The size's drop before its test, or None when it is within the history's noise or the floor."""
-    runs = [(ref, past.figures[size]) for ref, past in earlier if size in past.figures]
-    if len(runs) < min_history:
-        return None
-    medians = [_stdlib_statistics.median(values) for _, values in runs]
-    center = _stdlib_statistics.median(medians)
-    spread = _MAD_TO_SIGMA * _stdlib_statistics.median(abs(m - center) for m in medians)
+def size_drop(size: int | None, figures: Sequence[float], history_medians: Sequence[float], higher_is_better: bool,
+              settings: Settings = Settings()) -> SizeDrop | None:
+    """The drop at one size, or None when the current median lies within the prediction interval of the earlier
+    campaigns' medians (at least ``MIN_HISTORY`` of them, all positive)."""
+    k = len(history_medians)
+    logs = [math.log(value) for value in history_medians]
+    centre = sum(logs) / k
+    spread = _stdlib_statistics.stdev(logs)
+    expected = math.exp(centre)
+    low = settings.floor.band(expected, higher_is_better=higher_is_better)[0]
+    floored = max(spread, math.log(1 / low) / NormalDist().inv_cdf(1 - settings.alpha))
+    reach = student_t.ppf(1 - settings.alpha, k - 1) * floored * math.sqrt(1 + 1 / k)
     current = _stdlib_statistics.median(figures)
-    higher = row.key.higher_is_better
-    beyond_noise = current < center - spreads * spread if higher else current > center + spreads * spread
-    ratio = current / center if higher else center / current
-    if not beyond_noise or ratio >= settings.floor.band(center, higher_is_better=higher)[0]:
+    worse = math.log(current) - centre if not higher_is_better else centre - math.log(current)
+    if worse <= reach:
         return None
-    pooled = [value for _, values in runs for value in values]
-    return _Candidate(row, figures, pooled, current, center, spread, ratio, tuple(ref for ref, _ in runs))
+    bound = math.exp(centre - reach if higher_is_better else centre + reach)
+    ratio = current / expected if higher_is_better else expected / current
+    return SizeDrop(size, current, expected, floored, bound, ratio, k, len(figures))
 
 
-def _significant(candidates: dict[tuple, _Candidate], settings: Settings) -> dict[tuple, float]:
-    """The one-sided p-value of each candidate that is below ``alpha`` (``compare_many``, one batch per direction
-    of the metric)."""
-    out: dict[tuple, float] = {}
-    for higher in (True, False):
-        chosen = {key: (c.figures, c.pooled, key[1]) for key, c in candidates.items()
-                  if c.row.key.higher_is_better is higher}
-        if not chosen:
-            continue
-        compared = compare_many(chosen, higher_is_better=higher, floor=settings.floor, alpha=settings.alpha,
-                                confidence=settings.confidence, seed=settings.seed)
-        out.update({key: c.p_value for key, c in compared.items() if c.p_value < settings.alpha})
-    return out
-
-
-def _regression(current: CampaignRows, key: RowKey, candidates: dict[tuple, _Candidate],
-                significant: dict[tuple, float]) -> Regression:
-    row = current.rows[key]
+def _regression(campaign: CampaignRef, row: Row, drops: dict[int | None, SizeDrop],
+                refs: set[CampaignRef]) -> Regression:
     tested = sorted(row.figures, key=lambda size: (size is not None, size or 0))
-    drops = {size: _drop(size, candidates[(key, size)], p) for (k, size), p in significant.items() if k == key}
     runs = []
     for run in merge_adjacent(tested, drops):
         worst = min(run, key=lambda size: drops[size].ratio)
         runs.append(SizeRun(tuple(run), drops[worst].ratio, worst))
-    history = sorted({ref for size in drops for ref in candidates[(key, size)].history}, key=lambda r: -r.id)
     ordered = tuple(drops[size] for size in tested if size in drops)
-    return Regression(key, current.campaign, tuple(history), ordered, tuple(runs))
-
-
-def _drop(size, candidate: _Candidate, p_value: float) -> SizeDrop:
-    return SizeDrop(size, candidate.median, candidate.history_median, candidate.spread, candidate.ratio, p_value,
-                    len(candidate.figures), len(candidate.pooled))
+    return Regression(row.key, campaign, tuple(sorted(refs, key=lambda ref: -ref.id)), ordered, tuple(runs))
 
 
 def _campaign_rows(engine: Engine, record: dict) -> CampaignRows:

@@ -67,7 +67,8 @@ def campaign_report(store, campaign_id: int, name: str | None, settings=None, fi
     settings = settings or Settings()
     result = collect(store, [Where("campaign", "=", campaign_id), *(filters or [])], settings, title=title,
                      campaign={"id": campaign_id, "name": name}, filter_text=filter_text)
-    result.regressions = find_regressions(store, campaign_id, settings)
+    check = find_regressions(store, campaign_id, settings)
+    result.regressions, result.regression_summary = check.regressions, check.summary()
     result.findings = doctor_findings(store, [Where("campaign", "=", campaign_id), *(filters or [])], settings)
     return result
 

@@ -162,6 +162,7 @@ class Report:
     generated: str
     rows: dict[RowKey, Row] = field(default_factory=dict, repr=False)
     regressions: list = field(default_factory=list)  # analysis.regressions.Regression, for a campaign's report
+    regression_summary: str = ""  # what the regression check found, or why it could not look (RegressionCheck)
     #: the doctor's findings as plain data, handed in by the caller (the doctor comes after the report):
     #: ((scope, stack), (approach, variant)) -> [{title, verdict, rule, source, evidence}]
     findings: dict = field(default_factory=dict)

@@ -42,6 +42,7 @@ def _report_values(report: Report) -> dict:
                       "buffers": failure.key.buffers, "reason": failure.reason, "count": failure.count,
                       "launches": failure.launches} for failure in report.failures],
         "regressions": [regression.to_dict() for regression in report.regressions],
+        "regression_summary": report.regression_summary,
         # what each stack and approach's MPI said it used (its first run's probe): the evidence the findings rest on
         "transports": [{"scope": entry.scope, "stack": entry.stack, "column": entry.column, "runs": entry.runs,
                         "transport": entry.transport} for entry in report.provenance],
