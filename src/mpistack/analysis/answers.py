@@ -72,6 +72,8 @@ class Answer:
     declared_version: str | None = None
     same_build_as_system: bool = False  # the same-stack baseline is the system MPI itself
 
+    control: bool = False  # the campaign's A/A control (the system MPI against itself)
+
     @property
     def label(self) -> str:
         return self.row_class.label
@@ -288,21 +290,53 @@ def answer(rows: dict[RowKey, Row], settings: Settings = Settings()) -> list[Ans
                 plans[-1] = (row, SYSTEM, system, True)
 
     compared = compare_pairs([(row, baseline) for row, _, baseline, _ in plans], settings)
+    controls = [index for index, (row, kind, _, _) in enumerate(plans) if row.control and kind == SYSTEM]
+    busy = machine_too_busy([classify(compared[index].sizes, compared[index].regimes, ranges=settings.ranges)
+                             for index in controls if compared[index].sizes])
     answers = []
     for index, (row, kind, baseline, same_build) in enumerate(plans):
         what = "system MPI" if kind == SYSTEM else "same-stack native"
         sizes, regimes = compared[index].sizes, compared[index].regimes
         row_class = _class_without_comparison(row, baseline, what)
         if row_class is None:
-            row_class = (classify(sizes, regimes, ranges=settings.ranges)
+            row_class = (classify(sizes, regimes, ranges=settings.ranges, busy="" if row.control else busy)
                          if sizes else untested_class("no message size in common with the baseline"))
         if row.failures and row.launches:
             row_class = dataclasses.replace(
                 row_class, reason=f"{row_class.reason}; {len(row.failures)} other launch(es) failed: {row.failures[0]}")
         answers.append(Answer(row.key, kind, baseline.key if baseline else None, row_class, sizes, regimes, row.launches,
                               baseline.launches if baseline else 0, row.failures, row.library_version,
-                              row.declared_version, same_build))
+                              row.declared_version, same_build, control=row.control))
     return answers
+
+
+def machine_too_busy(controls: Sequence[RowClass]) -> str:
+    """Why nothing more can be settled on this machine now, or "": the A/A control (the system MPI against
+    itself) could not be shown at speed, so an open row's interval is the machine's noise, and repeating would
+    forecast hundreds of launches that the same noise would leave open."""
+    failing = [row for row in controls if row.label != "Y"]
+    if not failing:
+        return ""
+    widest = max((c for row in failing for c in row.regimes.values() if c.ci_low > 0),
+                 key=lambda c: c.ci_high / c.ci_low, default=None)
+    evidence = (f" (its interval reached {widest.ci_low:.2f}–{widest.ci_high:.2f}×, the parity band being "
+                f"{widest.floor_low:.2f}–{widest.floor_high:.2f}×)" if widest is not None else "")
+    return (f"this machine was too noisy to settle it: the A/A control was {failing[0].label}, not Y{evidence}; "
+            "rerun on a quieter machine rather than with more launches")
+
+
+def control_summary(answers: Sequence[Answer]) -> list[str]:
+    """The machine's A/A result, one line per control row: how well this campaign can tell two identical
+    configurations apart ("A/A latency: Y, small 1.00× [0.98–1.02], ...")."""
+    lines = []
+    for a in answers:
+        if not a.control or a.baseline != SYSTEM:
+            continue
+        regimes = ", ".join(f"{name} {c.ratio:.2f}× [{c.ci_low:.2f}–{c.ci_high:.2f}]"
+                            for name, c in a.regimes.items() if math.isfinite(c.ci_low))
+        lines.append(f"A/A {a.key.benchmark} ({a.key.stack} {a.key.variant} against itself): {a.label}"
+                     + (f", {regimes}" if regimes else f": {a.row_class.reason}"))
+    return lines
 
 
 def where_slow(answer_: Answer) -> str:

@@ -134,12 +134,13 @@ class MachineBounds:
 
     # -- judgements -------------------------------------------------------------------------------------
 
-    def above_memcpy(self, size: int, mbs: float) -> bool:
+    def above_memcpy(self, size: int, mbs: float, copies: int = 1) -> bool:
         """Whether a bandwidth of `mbs` MB/s at `size` bytes is above one core's in-cache memcpy of that size
-        (by more than MEMCPY_TOLERANCE): an in-cache figure, not a faster transport. False when memcpy was
-        not measured."""
+        (by more than MEMCPY_TOLERANCE): an in-cache figure, not a faster transport. `copies`: cores copying at
+        once (2 for a bi-directional bandwidth, each rank copying its direction). False when memcpy was not
+        measured."""
         bound = self.memcpy_mbs(size, "cache")
-        return bound is not None and mbs > bound * (1 + MEMCPY_TOLERANCE)
+        return bound is not None and mbs > bound * copies * (1 + MEMCPY_TOLERANCE)
 
     def tcp_margin(self) -> float:
         """The relative margin around TCP's figures within which a figure counts as "on TCP's side": a quarter

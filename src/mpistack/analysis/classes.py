@@ -193,6 +193,7 @@ def classify(
     regimes: Mapping[str, SizeComparison] | None = None,
     *,
     ranges: SizeRanges = SizeRanges(),
+    busy: str = "",
 ) -> RowClass:
     """The row's class from its per-size comparisons (one per size; ``size`` set on each, or one sizeless) and, when
     given, the comparisons of its size regimes (``regime name -> comparison`` of the per-launch regime figures),
@@ -200,7 +201,8 @@ def classify(
 
     * any deciding unit SLOWER: ``(Y)``, with where (the regime's sizes that lean slower) and by how much;
     * every unit AT_SPEED or FASTER: ``Y``;
-    * otherwise ``?``, with each open unit's graded reason and the launches that would settle them.
+    * otherwise ``?``, with each open unit's graded reason and the launches that would settle them; or, given
+      ``busy`` (why this machine could not settle even its A/A control), that evidence instead of a forecast.
     """
     if not comparisons:
         return untested_class("untested: no message sizes compared")
@@ -252,7 +254,9 @@ def classify(
 
     reason = "not settled: " + "; ".join(f"{_unit_name(unit)} {c.reason}" for unit, c in open_units.items())
     needed = _launches_to_settle(list(open_units.values()))
-    if all(c.too_few_launches for c in open_units.values()):
+    if busy:
+        reason += f"; {busy}"
+    elif all(c.too_few_launches for c in open_units.values()):
         fewest = min(min(c.n_candidate, c.n_baseline) for c in open_units.values())
         reason = f"too few launches (as few as {fewest} on a side" + (f"; a verdict needs {needed})" if needed else ")")
     elif needed is not None:

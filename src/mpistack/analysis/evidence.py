@@ -101,6 +101,7 @@ class Row:
     runs: list[int] = field(default_factory=list)
     #: per size, the run id of each figure in ``figures`` (the same order): which launch gave it
     launch_of: dict[int | None, list[int]] = field(default_factory=dict)
+    control: bool = False  # the campaign's A/A control: the system MPI against itself, with a harmless setting
     #: per successful launch (run id), where it ran in the campaign's schedule: (round, block, position); a launch
     #: without rounds (an ingested file, a reference) is absent
     schedule: dict[int, "Slot"] = field(default_factory=dict)
@@ -113,7 +114,7 @@ class Row:
 
 #: The run tags a row is made of (its scope, origin, variant, MPI family and version): the only ones read.
 ROW_TAGS = ("reference", "system", "origin", "variant", "variant_baseline", "mpi", "mpi_version", "repeat", "round",
-            "block", "position")
+            "block", "position", "control")
 
 
 def row_scope(run: dict) -> str:
@@ -165,7 +166,7 @@ def rows_from(runs: dict[int, dict], results: Iterable[tuple]) -> dict[RowKey, R
             if row is None:
                 row = rows[key] = Row(key, _origin(run), tags.get("mpi", ""),
                                       tags.get("variant_baseline", DEFAULT_VARIANT),
-                                      declared_version=tags.get("mpi_version"))
+                                      declared_version=tags.get("mpi_version"), control="control" in tags)
             row_of_fields[fields] = row
         return row
 

@@ -80,6 +80,12 @@ def _report(store, campaign_id: int, name: str, analysis: dict, db: str | None) 
     try:
         report = campaign_report(store, campaign_id, name, settings_from(recorded=analysis))
         print_classes(report.answers, out)
+        failing = [a for a in report.answers if a.control and a.baseline == "system" and a.label != "Y"]
+        if failing:
+            err.print(f"[yellow]warning:[/yellow] the A/A control ({failing[0].key.stack} "
+                      f"{failing[0].key.variant}, {failing[0].key.benchmark}) is {failing[0].label}, not Y: this "
+                      "machine could not tell two identical configurations apart; read every other answer with "
+                      "that in mind", highlight=False)
         paths = write_report(report, default_report_dir(db))
     except Exception as error:  # noqa: BLE001 - the campaign's results are stored; say why the report is not
         from ..store.database import hide_password

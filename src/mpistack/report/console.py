@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.answers import SAME_STACK, SYSTEM, Answer, where_slow
+from ..analysis.answers import SAME_STACK, SYSTEM, Answer, control_summary, where_slow
 from ..analysis.matrix import placement_text
 
 STYLES = {"Y": "bold green", "(Y)": "bold yellow", "N": "bold red", "?": "bold"}
@@ -44,6 +44,8 @@ MAX_ROWS = 300
 
 
 def print_classes(answers: list[Answer], console: Console, title: str | None = TITLE) -> None:
+    for line in control_summary(answers):  # the machine's own A/A result comes first: it says what the rest is worth
+        console.print(line, highlight=False, style="" if ": Y" in line else "yellow")
     system = [a for a in answers if a.baseline == SYSTEM]
     if len(system) > MAX_ROWS:
         counts = ", ".join(f"{label} {sum(a.label == label for a in system)}" for label in ("Y", "(Y)", "N", "?"))

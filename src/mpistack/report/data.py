@@ -17,7 +17,8 @@ from datetime import datetime, timezone
 
 from sqlalchemy import Engine
 
-from ..analysis.answers import SAME_STACK, SYSTEM, Answer, Settings, answer
+from ..analysis.answers import SAME_STACK, SYSTEM, Answer, Settings, answer, control_summary
+from ..analysis.bounds import MachineBounds, load_bounds
 from ..analysis.bulk import collector_paused
 from ..analysis.classes import format_size
 from ..analysis.evidence import Row, RowKey, load_rows
@@ -25,6 +26,7 @@ from ..analysis.matrix import Column, Matrix, column_order, compat_matrix, place
 from ..analysis.statistics import Verdict
 from ..spec.benchmarks import BENCHMARK_NAMES
 from ..store.query import PROVENANCE_FIELDS, Where, run_provenance
+from .bounds import above_memcpy
 
 UNITS = {"latency": "us", "bandwidth": "MB/s", "message_rate": "messages/s"}
 BAND = (0.025, 0.975)  # the spread of launch figures drawn around each median: their central 95%
@@ -86,6 +88,7 @@ class TableCell:
     text: str
     slower: bool = False
     faster: bool = False
+    above_bound: bool = False  # above the machine's memcpy bound (report/bounds.py): not called faster
 
 
 @dataclass
@@ -166,6 +169,7 @@ class Report:
     #: the doctor's findings as plain data, handed in by the caller (the doctor comes after the report):
     #: ((scope, stack), (approach, variant)) -> [{title, verdict, rule, source, evidence}]
     findings: dict = field(default_factory=dict)
+    bounds: MachineBounds | None = None  # the campaign's machine bounds (analysis/bounds.py), when measured
 
     def findings_of(self, row, column) -> list[dict]:
         """The findings shown under one matrix cell (a StackRow and a Column): a slow or failing cell's."""
@@ -182,10 +186,15 @@ class Report:
     @cached_property
     def groups(self) -> list[Group]:
         """Per benchmark group, the series and their tables: made when first asked for (the JSON needs none)."""
-        return _groups(self.rows, self.answers, self.matrix)
+        return _groups(self.rows, self.answers, self.matrix, self.bounds)
 
     def settings_dict(self) -> dict:
         return self.settings.to_dict()
+
+    @cached_property
+    def control_lines(self) -> list[str]:
+        """The machine's A/A result, stated before every other answer."""
+        return control_summary(self.answers)
 
 
 def quantile(ordered: list[float], q: float) -> float:
@@ -241,7 +250,8 @@ def _baseline_header(series: Series) -> str:
     return f"{series.key.stack} {series.column} (system)"
 
 
-def _tables(group: Group, stacks_versions: dict[tuple[str, str], str]) -> list[SizeTable]:
+def _tables(group: Group, stacks_versions: dict[tuple[str, str], str],
+            bounds: MachineBounds | None = None) -> list[SizeTable]:
     by_stack: dict[str, list[Series]] = defaultdict(list)
     for series in group.candidates:
         if series.median:  # rows whose launches all failed are listed with the failures, not as empty columns
@@ -266,9 +276,10 @@ def _tables(group: Group, stacks_versions: dict[tuple[str, str], str]) -> list[S
                 elif comparison is None:
                     cells.append(TableCell(format_value(median)))
                 else:
-                    cells.append(TableCell(f"{format_value(median)} ({format_ratio(comparison.ratio)})",
+                    above = above_memcpy(bounds, group.key.benchmark, group.key.metric, size, median)
+                    cells.append(TableCell(f"{format_value(median)} ({format_ratio(comparison.ratio)})" + " ‡" * above,
                                            comparison.verdict is Verdict.SLOWER,
-                                           comparison.verdict is Verdict.FASTER))
+                                           comparison.verdict is Verdict.FASTER and not above, above))
             rows.append(cells)
         headers = ["size", *(_baseline_header(series) for series in used),
                    *(series.column for series in candidates)]
@@ -310,7 +321,8 @@ def _provenance(engine: Engine, rows: dict[RowKey, Row]) -> list[ProvenanceEntry
     return entries
 
 
-def _groups(rows: dict[RowKey, Row], answers: list[Answer], matrix: Matrix) -> list[Group]:
+def _groups(rows: dict[RowKey, Row], answers: list[Answer], matrix: Matrix,
+            bounds: MachineBounds | None = None) -> list[Group]:
     series = {key: series_of(row) for key, row in rows.items()}
     baseline_keys = {a.baseline_row for a in answers if a.baseline == SYSTEM and a.baseline_row is not None}
     for answer_ in answers:
@@ -340,7 +352,7 @@ def _groups(rows: dict[RowKey, Row], answers: list[Answer], matrix: Matrix) -> l
         candidates = sorted((s for s in members if s.key not in chosen), key=_candidate_order)
         group = Group(group_key, UNITS.get(group_key.metric, ""), members[0].key.higher_is_better, baselines,
                       candidates)
-        group.tables = _tables(group, versions)
+        group.tables = _tables(group, versions, bounds)
         built.append(group)
     return built
 
@@ -374,8 +386,10 @@ def collect(engine: Engine, filters: list[Where], settings: Settings = Settings(
         rows = {**{key: context[key] for key in used if key in context}, **rows}
     else:
         answers = answer(rows, settings)
-    return build_report(rows, answers, settings, title=title, campaign=campaign, filters=filter_text,
-                        provenance=_provenance(engine, rows))
+    report = build_report(rows, answers, settings, title=title, campaign=campaign, filters=filter_text,
+                          provenance=_provenance(engine, rows))
+    report.bounds = load_bounds(engine, campaign["id"]) if campaign else None
+    return report
 
 
 __all__ = ["BAND", "CANDIDATE_KEYS", "DIAGNOSED_LABELS", "Group", "GroupKey", "ProvenanceEntry", "Report", "RunIssue",
