@@ -152,3 +152,45 @@ def test_a_paired_size_reports_its_pairs():
     result = compare_size(candidate, base, higher_is_better=False, paired=(candidate, base))
     assert result.paired and result.n_pairs == 8 and result.verdict is Verdict.AT_SPEED
     assert result.reason.startswith("0.99× (paired over 8 rounds:")
+
+
+def _control_rows(rounds: int, seed: int, spread: float) -> dict:
+    """The system MPI, its A/A variant and a container row, launches alternating within each round."""
+    rng = np.random.default_rng(seed)
+    rows = {}
+    for index, (stack, approach, variant, origin) in enumerate((("host-mpich", "native", "default", "host"),
+                                                                ("host-mpich", "native", "a-a", "host"),
+                                                                ("debian-mpich", "container", "default", "image"))):
+        key = RowKey("campaign 1", stack, approach, variant, "latency", "latency", 2, 1, "H-H")
+        row = Row(key, origin, "mpich", control=variant == "a-a")
+        for r in range(rounds):
+            run = 1000 * index + r
+            row.schedule[run] = Slot(r + 1, "b1", 3 * r + index)
+            row.runs.append(run)
+            row.launches += 1
+            noise = rng.lognormal(0, spread)
+            for size in SIZES:
+                row.figures.setdefault(size, []).append((0.2 + size / 5000) * noise)
+                row.launch_of.setdefault(size, []).append(run)
+        rows[key] = row
+    return rows
+
+
+def test_the_a_a_control_is_answered_and_summarised_first():
+    from mpistack.analysis.answers import control_summary
+
+    answers = answer(_control_rows(12, 0, 0.01), Settings())
+    (control,) = [a for a in answers if a.control]
+    assert control.label == "Y" and control.key.variant == "a-a"
+    (line,) = control_summary(answers)
+    assert line.startswith("A/A latency (host-mpich a-a against itself): Y, small 1.00× [")
+
+
+def test_a_machine_too_noisy_for_its_own_control_says_so_instead_of_forecasting():
+    answers = answer(_control_rows(12, 3, 0.25), Settings())
+    control = next(a for a in answers if a.control)
+    assert control.label != "Y"
+    container = next(a for a in answers if a.key.approach == "container")
+    assert container.label == "?"
+    assert "this machine was too noisy to settle it: the A/A control was" in container.row_class.reason
+    assert "more launches per side would settle" not in container.row_class.reason
