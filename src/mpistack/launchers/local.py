@@ -8,6 +8,10 @@ While a case runs, a marker file in the launcher's state directory names its job
 killed mpistack left running (the job's processes, the label's containers) is found and ended when the
 campaign next starts (`end_leftovers`).
 
+Before a case starts, a settle gate waits (up to 2 s) until the previous case's processes are gone and the
+machine is quiet; the steal time and runnable processes around the launch, and how long the gate waited, are
+recorded with the run (launchers/machine.py).
+
 A case's stdout and stderr go to files, `<output_dir>/<label>/stdout` and `stderr` (the layout of the Slurm
 launcher's case directories), never through memory: the Execution holds a bounded head and tail of each
 (`captured_outputs`), and the parse stage reads a larger output from its file."""
@@ -29,6 +33,7 @@ from ..engines.containment import Job
 from ..registry import LAUNCHERS
 from ..runtime import mpiexec_argv
 from ..spec.campaign import Placement
+from . import machine
 from .base import Execution, LaunchPlan, PerRankStart, captured_outputs, recorded_environment
 
 #: the host's launcher of each MPI (Debian installs both side by side)
@@ -62,17 +67,26 @@ class LocalLauncher:
         self.output_dir = output_dir if output_dir is not None else Path(self._scratch.name)
         self.cgroups = cgroups  # False: contain cases by their environment only (as where no cgroup can be made)
         self._current: tuple[subprocess.Popen, Job, str | None] | None = None
+        self._previous: Job | None = None  # the job of the launch before
         self._interrupted = False
 
-    def execute(self, plan: LaunchPlan, timeout: float) -> Execution:
+    def execute(self, plan: LaunchPlan, timeout: float, ranks: int | None = None) -> Execution:
+        """Run the plan under `timeout`. `ranks`: the processes the launch starts; given, a settle gate first
+        waits (at most machine.SETTLE_LIMIT_SECONDS) for the previous launch's processes to be gone and the
+        machine to be quiet. The machine's state around the launch is among the Execution's facts."""
+        settled = None
+        if ranks is not None:
+            previous = self._previous
+            settled = machine.settle(ranks, clear=lambda: previous is None or not previous.members())
         job = Job.create("case", cgroups=self.cgroups)
         env = {**os.environ, **plan.env}
-        started = datetime.now(timezone.utc)
         marker = self._mark(plan, job)  # before the start: a kill in between still names the job and label
         outputs = self.output_dir / (plan.label or "case")
         try:
             outputs.mkdir(parents=True, exist_ok=True)
             with open(outputs / "stdout", "wb") as stdout, open(outputs / "stderr", "wb") as stderr:
+                before = machine.sample()
+                started = datetime.now(timezone.utc)
                 process = job.start(plan.argv, env, stdout=stdout, stderr=stderr)
         except BaseException:
             job.close()
@@ -88,17 +102,21 @@ class LocalLauncher:
             self._kill(process, job, plan.label)
         finally:
             self._current = None
+            after = machine.sample()
         try:
             if not timed_out and not self._interrupted:
                 self._end_rest(job, plan.label)  # what the case left running when it ended by itself
         finally:
             job.close()
+            self._previous = job  # what the next launch's settle gate waits to be gone
             if marker is not None:
                 marker.unlink(missing_ok=True)
         ended_by_itself = not timed_out and not self._interrupted
-        facts = {"containment": job.mechanism}
+        facts = {"containment": job.mechanism, **machine.facts(before, after)}
         if job.mechanism != "cgroup":
             facts["containment_note"] = job.note
+        if settled is not None:
+            facts.update(settled.facts())
         return Execution(exit_code=process.returncode if ended_by_itself else None, timed_out=timed_out,
                          interrupted=self._interrupted, started=started, finished=datetime.now(timezone.utc),
                          environment=recorded_environment(env), facts=facts, **captured_outputs(outputs))
