@@ -13,6 +13,7 @@ from ..analysis.classes import format_size
 from ..analysis.matrix import LEGEND, placement_text
 from ..parsers.transport import describe_transport
 from ..spec.benchmarks import metric_of
+from .bounds import bounds_view
 from .data import Report
 
 
@@ -31,6 +32,7 @@ def template_context(report: Report) -> dict:
         "small_below": format_size(report.settings.ranges.small_below),
         "large_from": format_size(report.settings.ranges.large_from),
         "transport": describe_transport,
+        "machine_bounds": bounds_view(report),
     }
 
 

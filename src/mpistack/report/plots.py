@@ -1,6 +1,7 @@
 """The report's plots as inline SVG: per benchmark, the figure against message size (log-log) for every approach with
-the system MPI's median as the reference and the spread of the launches as a band, and the ratio against size with
-the parity line at 1.0, each ratio's confidence interval, and the practical floor shaded.
+the system MPI's median as the reference, the spread of the launches as a band and the machine's bounds as reference
+lines, and the ratio against size with the parity line at 1.0, each ratio's confidence interval, and the practical
+floor shaded.
 
 matplotlib is imported here only, when plots are made (it takes a while to import). Figures are drawn without
 pyplot (``matplotlib.figure.Figure``), so nothing needs a display and no global backend is switched; text stays
@@ -17,6 +18,8 @@ import re
 
 from ..analysis.classes import format_size
 from ..spec.campaign import DEFAULT_VARIANT
+from ..analysis.bounds import MachineBounds
+from .bounds import COPIES, LATENCY_BENCHMARKS
 from .data import Group, Report, Series
 
 APPROACH_COLOURS = {"native": "#1f77b4", "container": "#ff7f0e", "hybrid": "#2ca02c", "bind": "#9467bd",
@@ -24,6 +27,9 @@ APPROACH_COLOURS = {"native": "#1f77b4", "container": "#ff7f0e", "hybrid": "#2ca
 OTHER_COLOURS = ("#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
 BASELINE_COLOUR = "#000000"
 FLOOR_COLOUR = "#9e9e9e"
+BOUND_COLOUR = "#c62828"  # memcpy: what no transport within a node exceeds
+TCP_COLOUR = "#616161"
+FLOOR_LINE_COLOUR = "#2e7d32"  # the shared-memory floor
 MARKERS = "osD^v<>ph*"
 _STRIP = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
 _REFERENCE = re.compile(r"""(?:url\(#|href=["']#)([^)"']+)""")
@@ -131,11 +137,44 @@ def _draw(axes, lines: list[tuple], band_alpha: float) -> int:
     return len(by_column)
 
 
-def value_plot(group: Group) -> str:
-    """The figure against size, log-log: the system MPI's median (black) with its launches' spread, and every
-    approach with its own."""
+def _bound_lines(axes, group: Group, bounds: MachineBounds | None) -> int:
+    """The machine's bounds over the group's sizes: memcpy in cache and from memory above (bandwidth of bw and
+    bibw) and TCP loopback below; for latency, the shared-memory floor and TCP's latency. The number drawn."""
+    if bounds is None:
+        return 0
+    sizes = sorted({size for series in [*group.baselines, *group.candidates] for size in _sized(series)})
+    benchmark, metric = group.key.benchmark, group.key.metric
+    if not sizes or not ((metric == "bandwidth" and benchmark in COPIES) or
+                         (metric == "latency" and benchmark in LATENCY_BENCHMARKS)):
+        return 0
+    lines = []
+    if metric == "bandwidth":
+        copies = COPIES[benchmark]
+        times = "" if copies == 1 else f" ×{copies}"
+        lines += [(f"memcpy in cache{times} (upper bound)", [bounds.memcpy_mbs(s, "cache") for s in sizes],
+                   copies, BOUND_COLOUR, ":"),
+                  (f"memcpy from memory{times}", [bounds.memcpy_mbs(s, "memory") for s in sizes], copies,
+                   BOUND_COLOUR, "-."),
+                  (f"TCP loopback{times} (lower bound)", [bounds.tcp_bandwidth_mbs(s) for s in sizes], copies,
+                   TCP_COLOUR, ":")]
+    else:
+        floor = bounds.shm_latency_us()
+        lines += [("shared-memory floor (1 B)", [floor] * len(sizes), 1, FLOOR_LINE_COLOUR, "--"),
+                  ("TCP loopback latency", [bounds.tcp_latency_us(s) for s in sizes], 1, TCP_COLOUR, ":")]
+    drawn = 0
+    for label, values, factor, colour_, style in lines:
+        if all(value is not None for value in values):
+            axes.plot(sizes, [value * factor for value in values], color=colour_, linestyle=style, linewidth=1.2,
+                      zorder=3, label=label)
+            drawn += 1
+    return drawn
+
+
+def value_plot(group: Group, bounds: MachineBounds | None = None) -> str:
+    """The figure against size, log-log: the system MPI's median (black) with its launches' spread, every
+    approach with its own, and the machine's bounds where measured (``_bound_lines``)."""
     figure, axes = _figure()
-    count = 0
+    count = _bound_lines(axes, group, bounds)
     for series in group.baselines:
         sizes = _sized(series)
         if not sizes:
@@ -228,7 +267,7 @@ def plotted_groups(report: Report, limit: int = MAX_PLOTTED_GROUPS) -> list[Grou
 def _plot_pair(index: int) -> tuple[str, tuple[str, str]]:
     report, groups = _FORKED
     group = groups[index]
-    return group.key.slug, (value_plot(group), ratio_plot(group, report))
+    return group.key.slug, (value_plot(group, report.bounds), ratio_plot(group, report))
 
 
 _FORKED: tuple = ()
@@ -255,4 +294,4 @@ def group_plots(report: Report, limit: int = MAX_PLOTTED_GROUPS) -> dict[str, tu
                 return dict(pool.map(_plot_pair, range(len(groups))))
         finally:
             _FORKED = ()
-    return {group.key.slug: (value_plot(group), ratio_plot(group, report)) for group in groups}
+    return {group.key.slug: (value_plot(group, report.bounds), ratio_plot(group, report)) for group in groups}
