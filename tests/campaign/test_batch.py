@@ -130,6 +130,15 @@ def test_the_job_time_limit_ends_the_running_case_and_the_rest_go_to_a_new_job(t
     assert "job 1 ended TIMEOUT on node1; it had not started" in tag(tmp_path, rows[2][0], "earlier_attempts")
 
 
+def test_each_case_records_the_case_its_job_ran_before_it_and_its_place_in_the_schedule(tmp_path):
+    run, _, cases, _ = batch_run(tmp_path, every_case_ends)
+    assert run.run(cases)
+    keys = [key for key, _, _ in stored(tmp_path)]
+    assert [tag(tmp_path, key, "previous_case") for key in keys] == [None, *keys[:-1]]
+    assert [tag(tmp_path, key, "position") for key in keys] == ["1", "2", "3"]
+    assert [tag(tmp_path, key, "round") for key in keys] == ["1", "2", "3"]
+
+
 def test_node_failures_are_retried_within_the_budget(tmp_path):
     def plan(job, directories):
         for directory in directories:

@@ -143,6 +143,8 @@ def test_each_case_under_its_own_limit_and_ended_cases_skipped(tmp_path):
     assert not output.exists()
     fails = read_case(tmp_path / "fails", {})
     assert fails.execution.exit_code == 3 and fails.execution.stderr == "oops\n"
+    # the batch node's steal time and runnable processes around the case, as the local launcher records them
+    assert {"runnable_before", "runnable_after", "steal_ticks", "steal_share"} <= set(fails.execution.facts)
     assert started(tmp_path / "fails").step_id == "1"
     assert not (tmp_path / "ran-again").exists()
 

@@ -118,6 +118,8 @@ class BatchRun:
         # each job's probe step, read once for all the cases of its configuration (configuration, step directory)
         self.probes_read: dict[tuple, dict[str, str]] = {}
         self.active: dict[str, Bundle] = {}  # job id -> bundle
+        self.bundle_of: dict[str, Bundle] = {}  # case label -> the bundle that last took it
+        self.keys: dict[str, str] = {}  # case label -> case key
         self.to_submit: list[str] = []
 
     # -- the loop -------------------------------------------------------------------------------------
@@ -130,6 +132,7 @@ class BatchRun:
                 self.on_outcome(case, launch)
                 continue
             label = stages.case_label(self.context.campaign, case)
+            self.keys[label] = case.key
             self.open[label] = OpenCase(case, launch, self.bundle_files.directory / label,
                                         {**launch.env, **step_env(case.stack.mpi_impl)})
             missing = _missing_plugin(launch.argv, offered)
@@ -194,6 +197,7 @@ class BatchRun:
         for item in cases:
             item.submissions += 1
         self.active[bundle.job_id] = bundle
+        self.bundle_of.update(dict.fromkeys(labels, bundle))
 
     def _find_earlier_jobs(self) -> None:
         """Jobs an earlier, interrupted session submitted: by the id in their bundle file, or by name."""
@@ -204,6 +208,7 @@ class BatchRun:
             if bundle.job_id and any(label in self.open for label in bundle.labels):
                 self.bundle_files.save(bundle)
                 self.active[bundle.job_id] = bundle
+                self.bundle_of.update(dict.fromkeys(bundle.labels, bundle))
                 self._probe_steps(bundle, [self.open[label] for label in bundle.labels if label in self.open])
 
     # -- collect ---------------------------------------------------------------------------------------
@@ -222,12 +227,26 @@ class BatchRun:
             self.context.transports[configuration] = self.probes_read[configuration, item.probe_dir]
             if item.notes:
                 facts["earlier_attempts"] = "; ".join(item.notes)
+            if ended.start is not None and (previous := self._previous_case(label, ended.start.job_id)):
+                facts["previous_case"] = previous
             outcome = stages.conclude(self.context, item.case, item.launch, ended.execution, item.submissions,
                                       {key: value for key, value in facts.items() if value})
             del self.open[label]
             self.on_outcome(item.case, outcome)
             collected = True
         return collected
+
+    def _previous_case(self, label: str, job_id: str) -> str | None:
+        """The key of the case its job ran just before this one (the bundle's order; a case an earlier job
+        ended is skipped by the script and did not run in this one)."""
+        bundle = self.bundle_of.get(label)
+        if bundle is None or label not in bundle.labels:
+            return None
+        for earlier in reversed(bundle.labels[:bundle.labels.index(label)]):
+            began = started(self.bundle_files.directory / earlier)
+            if began is not None and began.job_id == job_id:
+                return self.keys.get(earlier)
+        return None
 
     # -- watch -------------------------------------------------------------------------------------------
     def _watch(self) -> bool:

@@ -29,6 +29,7 @@ from ..registry import LAUNCHERS
 from ..runtime import SRUN_MPI
 from ..spec.campaign import Placement, SlurmEntry
 from ..spec.toml_files import load_model, read_text, user_config_file
+from . import machine
 from .base import Execution, PerRankStart, captured_outputs, recorded_environment
 
 #: what PMIx runs set: psec=native, PMIx in Slurm's security domain (CSCS docs 'OpenMPI',
@@ -201,7 +202,9 @@ def read_case(directory: Path, env: dict[str, str]) -> CaseRecord | None:
     timed_out = code in TIMEOUT_STATUSES
     execution = Execution(exit_code=None if timed_out else code, timed_out=timed_out, interrupted=False,
                           started=start.time if start else _timestamp(finished), finished=_timestamp(finished),
-                          environment=recorded_environment(env), **captured_outputs(directory))
+                          environment=recorded_environment(env), **captured_outputs(directory),
+                          facts=machine.facts(machine.sample(directory / "stat-before"),
+                                              machine.sample(directory / "stat-after")))  # the batch node's
     return CaseRecord(execution, start)
 
 
