@@ -17,8 +17,8 @@ help:
 	@echo "make bench-startup  start-up time of mpistack --help, results, runs, stack list"
 	@echo "make bench-recipes  catalogue render time and cached image builds"
 	@echo "make bench-report  analysis and report time over one million stored results"
-	@echo "make agreement    the default campaign 3 times: how often the classes agree"
-	@echo "make agreement-replay  the same estimated at 8 to 96 launches per case, from agreement.db"
+	@echo "make agreement    the default campaign 3 times: classes side by side, five targets with Wilson intervals"
+	@echo "make agreement-replay  the targets at 8 to 96 launches per case, replayed from agreement.db's rounds"
 	@echo "make doctor-check the fault campaign into faults.db, then the doctor scored on it"
 	@echo "make -C bench sweep   mpistack-bench sweep speed (one launch, adaptive vs OSU-style)"
 
@@ -60,11 +60,12 @@ bench-recipes: host venv
 bench-report: host venv
 	$(VPY) benchmarks/report_speed.py
 
-# Three back-to-back runs of the default campaign into agreement.db, then the share of rows whose class agrees.
+# Three back-to-back runs of the default campaign into agreement.db, then their classes and the targets.
 agreement: host venv
 	$(VPY) benchmarks/agreement.py examples/local.toml --runs 3 --db agreement.db
 
-# From agreement.db's stored launches (runs nothing): how the agreement would change with fewer or more launches.
+# From agreement.db's stored rounds (runs nothing): the targets for sets of three campaigns of N launches per case,
+# each made of consecutive rounds none of the others uses (N needs 3N stored rounds).
 agreement-replay: venv
 	$(VPY) benchmarks/agreement.py --replay 8,16,32,48,96 --trials 8 --db agreement.db
 

@@ -1,24 +1,30 @@
-"""How reproducible the answer is: the share of compared rows that get the same class when a campaign is run again.
+"""How reproducible the answer is, judged by error rates: run a campaign again, or replay stored rounds, and count.
 
 Prints figures; it is not a test.
 
     python benchmarks/agreement.py [CAMPAIGN] [--runs 3] [--db agreement.db]
     python benchmarks/agreement.py --campaigns 1,2,3 [--db agreement.db]
     python benchmarks/agreement.py --modes 2 [--db agreement.db]
-    python benchmarks/agreement.py --replay 8,16,32 [--db agreement.db] [--trials 6] [--floor 0.1]
+    python benchmarks/agreement.py --replay 8,16,32 [--campaigns 1,2,3] [--db agreement.db] [--trials 8]
 
 Each run is a complete `mpistack run` of the campaign (default: examples/local.toml, what `make run` runs) into
 one store; the answers of its campaigns are then set side by side, row by row (stack, approach, variant,
-benchmark, placement, buffers, baseline).
+benchmark, placement, buffers, baseline). Agreement alone is a poor goal (a tool that answers `?` everywhere
+agrees perfectly), so it prints five targets, each with its Wilson score interval (docs/analysis.md, section 6):
 
-Besides the share of rows with one class in every run, it counts the rows that *contradict* themselves: `Y` in
-one run and `(Y)` in another. A row that is `?` in one run and decided in another is a run that could not
-decide and said so; a contradiction would be a wrong answer.
+* T1: rows that *contradict* themselves (`Y` in one run, `(Y)` in another) per set of runs;
+* T2: the A/A control rows (a variant marked `control = true`: the system MPI against itself) called `(Y)` and `Y`;
+* T3: a known loss found: the forced-TCP variants `(Y)` in every run, and a 20 % or 15 % loss injected into the
+  control's figures in one message-size regime called `(Y)` there, never `Y`;
+* T4: rows whose effect lies at least 3 standard errors from every edge of the parity band keep their class,
+  and measured rows are decided (`Y` or `(Y)`);
+* T5: a rerun's ratio at a size falls inside the first run's 95 % interval (about 83 % when calibrated).
 
-`--replay N,...` runs nothing: it pools the launches of every campaign stored in the database, case by case, and
-draws campaigns of N launches per case from that pool (with replacement, whole launches, so the figures of one
-launch stay together), three at a time, to estimate how the agreement would change with more or fewer launches.
-The pool stands in for the machine, so it is an estimate for this machine's noise, not a measurement.
+`--replay N,...` runs nothing. It cuts the stored launches into *rounds* (every case's launch of one repeat, the
+`round` or `repeat` run tag), oldest first, and replays sets of three back-to-back campaigns of N launches per
+case: each takes N consecutive rounds, and the three take disjoint ones, so no launch is used twice in a set and
+the machine's slow modes keep their order in time. A set needs 3N stored rounds; `--trials` sets start at
+evenly spaced rounds, and the intervals count only the sets that fit side by side without sharing a round.
 """
 
 from __future__ import annotations
@@ -26,23 +32,40 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import random
 import signal
 import statistics
 import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from statistics import NormalDist
+from typing import Callable, Iterable, Sequence
 
-from mpistack.analysis.answers import Settings, answer
-from mpistack.analysis.evidence import Row, RowKey, load_rows
+from mpistack.analysis.answers import Answer, Settings, answer
+from mpistack.analysis.evidence import Row, RowKey, rows_from
 from mpistack.analysis.statistics import DEFAULT_FLOOR
+from mpistack.spec.benchmarks import HIGHER_IS_BETTER
 from mpistack.store import open_database
-from mpistack.store.query import Where, campaign_summaries, query_results, query_runs
+from mpistack.store.campaigns import campaign_spec
+from mpistack.store.query import Where, campaign_summaries, launch_evidence, query_results, query_runs
 
 ClassKey = tuple  # a compared row without its scope: key fields and the baseline it was compared with
-Launch = dict  # one launch of a row: its figure per size
+Rounds = Sequence[Sequence[int]]  # the run ids of consecutive rounds, oldest first
+
+#: The run tags that number a launch's round (and its block of rounds): renumbered in a replayed campaign so
+#: that rounds drawn from two stored campaigns stay apart.
+ROUND_TAGS = ("block", "round", "repeat")
+#: Settings that restrict a transport selector to TCP: a variant setting one of them forces TCP.
+TRANSPORT_SELECTORS = ("FI_PROVIDER", "UCX_TLS", "OMPI_MCA_btl")
+#: The losses injected into the control's figures (T3), as the fraction of the figure lost.
+INJECTED_LOSSES = (0.20, 0.15)
+#: How far, in standard errors of one run, a row's effect must lie from every edge to count as clear (T4).
+CLEAR_SE = 3.0
+#: The confidence of the interval whose calibration T5 checks.
+CALIBRATED = 0.95
+REPLAY = "replay"  # the campaign a replayed run claims to belong to (its rows' scope: "campaign replay")
 
 
 def run_campaign(db: Path, campaign: Path) -> float:
@@ -52,22 +75,105 @@ def run_campaign(db: Path, campaign: Path) -> float:
     return time.perf_counter() - start
 
 
-def classes_of(rows: dict[RowKey, Row], settings: Settings) -> dict[ClassKey, str]:
-    out = {}
-    for result in answer(rows, settings):
-        key = result.key
-        out[(key.stack, key.approach, key.variant, key.benchmark, key.metric, key.ranks, key.nodes, key.buffers,
-             result.baseline)] = result.label
-    return out
-
-
 def stored_campaigns(engine) -> list[int]:
     """The ids of the campaigns in the store, oldest first."""
     return [summary["id"] for summary in campaign_summaries(engine)]
 
 
-def campaign_rows(engine, campaign_id: int) -> dict[RowKey, Row]:
-    return load_rows(engine, [Where("campaign", "=", campaign_id)])
+# --- the stored launches, in rounds ----------------------------------------------------------------------------
+
+
+def forces_tcp(env: dict[str, str]) -> bool:
+    """Whether a variant's settings restrict a transport selector to TCP alone (``self`` is loopback to itself)."""
+    return any({part.strip() for part in env[name].split(",")} - {"self"} == {"tcp"}
+               for name in TRANSPORT_SELECTORS if name in env)
+
+
+@dataclass
+class Launches:
+    """Every launch of the chosen campaigns as the analysis reads it (runs with all their tags, results as
+    ``(run, size, metric, figure)``), cut into rounds in time order, and what the campaigns' variants are."""
+
+    runs: dict[int, dict]
+    results: dict[int, list[tuple]]
+    rounds: list[list[int]]  # run ids per round, oldest round first
+    campaigns: list[list[list[int]]]  # the rounds of each campaign, in the order of the campaign ids given
+    controls: frozenset[str]  # variants marked control = true (A/A)
+    forced_tcp: frozenset[str]  # variants whose settings force TCP
+
+
+def read_launches(engine, campaign_ids: Sequence[int]) -> Launches:
+    """The launches of the campaigns, oldest campaign first. A run's round is its ``round`` tag, else its
+    ``repeat`` tag, else its place among the launches of its case (``case`` tag) in the order they were stored."""
+    runs: dict[int, dict] = {}
+    results: dict[int, list[tuple]] = {}
+    campaigns, controls, forced_tcp = [], set(), set()
+    for campaign_id in campaign_ids:
+        for variant in (campaign_spec(engine, campaign_id) or {}).get("variant", []):
+            if variant.get("control"):
+                controls.add(variant["name"])
+            if forces_tcp(variant.get("env", {})):
+                forced_tcp.add(variant["name"])
+        with launch_evidence(engine, [Where("campaign", "=", campaign_id)]) as (by_id, figures):
+            for result in figures:
+                results.setdefault(result[0], []).append(tuple(result))
+        rounds: dict[int, list[int]] = {}
+        seen: Counter = Counter()
+        for run_id, run in sorted(by_id.items()):
+            tags = run["tags"]
+            case = tags.get("case") or (run["stack"], run["approach"], tags.get("variant"), run["benchmark"],
+                                        run["ranks"], run["nodes"], run["buffers"])
+            seen[case] += 1
+            number = tags.get("round", tags.get("repeat"))
+            rounds.setdefault(int(number) if number is not None else seen[case], []).append(run_id)
+        runs.update(by_id)
+        campaigns.append([rounds[number] for number in sorted(rounds)])
+    return Launches(runs, results, [one for campaign in campaigns for one in campaign], campaigns,
+                    frozenset(controls), frozenset(forced_tcp))
+
+
+Scaling = Callable[[dict, tuple], float]  # a factor for one result of a run
+
+
+def replayed_runs(launches: Launches, rounds: Rounds, keep: Callable[[dict], bool] | None = None) -> dict[int, dict]:
+    """The runs of one campaign made of the given rounds (those ``keep`` takes), by id: every run claims campaign
+    ``replay``, and its round tags are renumbered in order of appearance, so that rounds of two stored campaigns
+    never share a number and the launches paired within a round stay paired."""
+    runs: dict[int, dict] = {}
+    numbers: dict[str, dict] = {tag: {} for tag in ROUND_TAGS}
+    for run_id in sorted(run_id for one in rounds for run_id in one):  # ids grow with time
+        run = launches.runs[run_id]
+        if keep is not None and not keep(run):
+            continue
+        tags = dict(run["tags"])
+        for tag in ROUND_TAGS:
+            if tag in tags:
+                seen = numbers[tag]
+                tags[tag] = str(seen.setdefault((run["campaign"], tags[tag]), len(seen) + 1))
+        runs[run_id] = {**run, "campaign": REPLAY, "tags": tags}
+    return runs
+
+
+def replayed_rows(launches: Launches, rounds: Rounds, *, keep: Callable[[dict], bool] | None = None,
+                  scaling: Scaling | None = None) -> dict[RowKey, Row]:
+    """The rows of one campaign made of the given rounds (``replayed_runs``), as ``rows_from`` groups them;
+    ``scaling``: a factor for each result (an injected loss)."""
+    runs = replayed_runs(launches, rounds, keep)
+    results: Iterable[tuple] = (result for run_id in runs for result in launches.results.get(run_id, ()))
+    if scaling is not None:
+        results = ((run_id, size, metric, figure * scaling(runs[run_id], (run_id, size, metric, figure)))
+                   for run_id, size, metric, figure in results)
+    return rows_from(runs, results)
+
+
+def class_key(result: Answer) -> ClassKey:
+    key = result.key
+    return (key.stack, key.approach, key.variant, key.benchmark, key.metric, key.ranks, key.nodes, key.buffers,
+            result.baseline)
+
+
+def classes_of(answers: Iterable[Answer]) -> dict[ClassKey, str]:
+    return {class_key(result): result.label for result in answers}
 
 
 def agreement(runs: list[dict[ClassKey, str]]) -> tuple[list[ClassKey], list[ClassKey], list[ClassKey]]:
@@ -79,11 +185,220 @@ def agreement(runs: list[dict[ClassKey, str]]) -> tuple[list[ClassKey], list[Cla
     return rows, same, contradicting
 
 
-def report(runs: list[dict[ClassKey, str]]) -> None:
-    """Print how far the runs agree, the classes of each and the rows that differ."""
+# --- one set of runs, counted for every target -----------------------------------------------------------------
+
+
+def judged(launches: Launches, runs: Sequence[Rounds], settings: Settings) -> list[list[Answer]]:
+    """The answers of each run of a set, as the product gives them."""
+    return [answer(replayed_rows(launches, rounds), settings) for rounds in runs]
+
+
+def tally_set(launches: Launches, runs: Sequence[Rounds], answers: list[list[Answer]], settings: Settings) -> Counter:
+    """The counts behind every target for one set of runs (``answers``: the runs' answers, from ``judged``)."""
+    rows, same, contradicting = agreement([classes_of(run) for run in answers])
+    tally = Counter(sets=1, rows=len(rows), same=len(same), contradicting=len(contradicting))
+    for run in answers:
+        for result in run:
+            tally.update(_labels(result, launches))
+    tally.update(_clear(launches, runs, answers, settings))
+    calibrated = answers if math.isclose(settings.confidence, CALIBRATED) else judged(
+        launches, runs, dataclasses.replace(settings, alpha=(1 - CALIBRATED) / 2))  # the interval at 1 - 2 alpha
+    tally.update(_calibration(calibrated))
+    tally.update(_injected(launches, runs, settings))
+    return tally
+
+
+def _labels(result: Answer, launches: Launches) -> Counter:
+    """What one answer counts for: its class, whether it was measured and decided, A/A and forced TCP (T2-T4)."""
+    label = result.label
+    counts = Counter({f"class {label}": 1})
+    if result.sizes:
+        counts.update(measured=1, decided=int(label in ("Y", "(Y)")))
+    if result.key.variant in launches.controls:
+        counts.update({"aa": 1, f"aa {label}": 1})
+    if result.key.variant in launches.forced_tcp:
+        counts.update({"tcp": 1, "tcp (Y)": int(label == "(Y)")})
+    return counts
+
+
+def _standard_error(comparison) -> float:
+    """The standard error of a size's log ratio that its interval implies (nan without an interval)."""
+    low, high = comparison.ci_low, comparison.ci_high
+    if not (low > 0 and high > low and math.isfinite(high)):
+        return math.nan
+    return (math.log(high) - math.log(low)) / (2 * NormalDist().inv_cdf(0.5 + comparison.confidence / 2))
+
+
+def _clear(launches: Launches, runs: Sequence[Rounds], answers: list[list[Answer]], settings: Settings) -> Counter:
+    """Rows whose effect (the set's launches pooled) lies at least ``CLEAR_SE`` standard errors of one run from
+    both edges of the parity band at every size, and how many of them kept their class in every run (T4)."""
+    pooled = answer(replayed_rows(launches, [one for rounds in runs for one in rounds]), settings)
+    per_run = [{class_key(result): result for result in run} for run in answers]
+    counts = Counter()
+    for result in pooled:
+        of_runs = [run.get(class_key(result)) for run in per_run]
+        if not result.sizes or any(other is None or not other.sizes for other in of_runs):
+            continue
+        sizes = [{c.size: c for c in other.sizes} for other in of_runs]
+        if all(_clear_size(c, [by_size[c.size] for by_size in sizes if c.size in by_size]) for c in result.sizes):
+            counts.update({"clear": 1, "clear same": int(len({other.label for other in of_runs}) == 1)})
+    return counts
+
+
+def _clear_size(pooled, of_runs: list) -> bool:
+    errors = [error for error in map(_standard_error, of_runs) if math.isfinite(error)]
+    if not errors or not pooled.ratio > 0:
+        return False
+    error = statistics.median(errors)
+    return all(abs(math.log(pooled.ratio) - math.log(edge)) >= CLEAR_SE * error
+               for edge in (pooled.floor_low, pooled.floor_high) if 0 < edge < math.inf)
+
+
+def _calibration(answers: list[list[Answer]]) -> Counter:
+    """How often a rerun's ratio at a size falls inside the first run's interval (T5)."""
+    first = {(class_key(result), c.size): c for result in answers[0] for c in result.sizes}
+    counts = Counter()
+    for rerun in answers[1:]:
+        for result in rerun:
+            for c in result.sizes:
+                before = first.get((class_key(result), c.size))
+                if before is not None and math.isfinite(before.ci_low) and math.isfinite(before.ci_high):
+                    counts.update(reruns=1, inside=int(before.ci_low <= c.ratio <= before.ci_high))
+    return counts
+
+
+def _injected(launches: Launches, runs: Sequence[Rounds], settings: Settings) -> Counter:
+    """Each run again with a loss injected into the A/A control's figures in one regime at a time: whether the
+    control row is then called ``(Y)`` naming that regime, or ``Y`` (T3). Only the control and the system MPI's
+    native runs (its baseline) are read."""
+    if not launches.controls:
+        return Counter()
+
+    def keep(run: dict) -> bool:
+        return run["tags"].get("variant") in launches.controls or (
+            run["approach"] == "native" and run["tags"].get("origin") == "host")
+
+    counts = Counter()
+    for rounds in runs:
+        regimes = {settings.ranges.regime(size) for run_id in (i for one in rounds for i in one)
+                   if launches.runs[run_id]["tags"].get("variant") in launches.controls
+                   for _, size, _, _ in launches.results.get(run_id, ())}
+        for regime in sorted(regimes):
+            for loss in INJECTED_LOSSES:
+                def scaling(run, result, regime=regime, loss=loss) -> float:
+                    _, size, metric, _ = result
+                    if run["tags"].get("variant") not in launches.controls or settings.ranges.regime(size) != regime:
+                        return 1.0
+                    return 1 - loss if metric in HIGHER_IS_BETTER else 1 / (1 - loss)
+
+                for result in answer(replayed_rows(launches, rounds, keep=keep, scaling=scaling), settings):
+                    if result.key.variant in launches.controls:
+                        named = result.label == "(Y)" and regime in {slow.regime for slow in result.row_class.slow}
+                        counts.update({f"loss {loss:.0%}": 1, f"loss {loss:.0%} named": int(named), "loss": 1,
+                                       "loss Y": int(result.label == "Y")})
+    return counts
+
+
+# --- targets ---------------------------------------------------------------------------------------------------
+
+
+def wilson(hits: float, trials: float, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (as ``scipy.stats.binomtest(...).proportion_ci(method="wilson")``),
+    for counts that may be fractional: a replay's counts scaled to the sets that share no round."""
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    share = hits / trials
+    scale = 1 + z * z / trials
+    centre = (share + z * z / (2 * trials)) / scale
+    half = z * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials)) / scale
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One figure with its target: a share of ``trials`` that must lie within [low, high]."""
+
+    code: str
+    what: str
+    hits: float
+    trials: float
+    low: float = 0.0
+    high: float = 1.0
+    per_set: float = 0.0  # > 0: shown as a count per set of runs, this many rows times the share
+    missing: str = ""  # why nothing was measured, when nothing was
+
+    @property
+    def share(self) -> float:
+        return self.hits / self.trials
+
+    @property
+    def met(self) -> bool:
+        return self.low - 1e-12 <= self.share <= self.high + 1e-12
+
+    def describe(self) -> str:
+        if not self.trials:
+            return f"  {self.code}  {self.what:<56} not measured: {self.missing}"
+        low, high = wilson(self.hits, self.trials)
+        if self.per_set:
+            figure = (f"{self.share * self.per_set:5.2f} per set [{low * self.per_set:.2f}, "
+                      f"{high * self.per_set:.2f}]")
+            goal = f"<= {self.high * self.per_set:g} per set"
+        else:
+            figure = f"{self.share:6.1%} [{low:.1%}, {high:.1%}]"
+            goal = (f"{self.low:.0%} to {self.high:.0%}" if 0 < self.low and self.high < 1
+                    else f">= {self.low:.0%}" if self.low > 0 else f"<= {self.high:.0%}")
+        inside = self.low - 1e-12 <= low and high <= self.high + 1e-12
+        verdict = ("met" if inside else "met, the interval reaches past it") if self.met else (
+            "not met" if high < self.low or low > self.high else "not met, the interval reaches it")
+        return (f"  {self.code}  {self.what:<56} {figure:<30} n {self.trials:<6.0f} target {goal:<16} {verdict}")
+
+
+def targets(tally: Counter, scale: float = 1.0, replay: bool = False) -> list[Target]:
+    """The five targets from a tally of one or more sets; ``scale`` turns the counts into those of the sets that
+    share no round (a replay's overlapping sets are not independent trials)."""
+    def share(code, what, hits, trials, low=0.0, high=1.0, missing="", per_set=0.0) -> Target:
+        return Target(code, what, tally[hits] * scale, tally[trials] * scale, low, high, per_set, missing)
+
+    per_set = tally["rows"] / tally["sets"] if tally["sets"] else 0.0
+    no_control = "no A/A control rows (a variant marked control = true)"
+    allowed = 0.1 if replay else 0.0
+    runs = "every run"
+    return [
+        share("T1", "rows Y in one run and (Y) in another", "contradicting", "rows",
+              high=allowed / per_set if per_set else 0.0, per_set=per_set, missing="no compared rows"),
+        share("T2", "A/A control rows called (Y)", "aa (Y)", "aa", high=0.05, missing=no_control),
+        share("T2", "A/A control rows called Y", "aa Y", "aa", low=0.90, missing=no_control),
+        share("T3", f"forced-TCP rows called (Y) ({runs})", "tcp (Y)", "tcp", low=1.0,
+              missing="no variant forcing TCP"),
+        share("T3", "20% loss injected in one regime: (Y) naming it", "loss 20% named", "loss 20%", low=0.95,
+              missing=no_control),
+        share("T3", "15% loss injected in one regime: (Y) naming it", "loss 15% named", "loss 15%", low=0.80,
+              missing=no_control),
+        share("T3", "a loss of 15% or 20% injected: called Y", "loss Y", "loss", high=0.01, missing=no_control),
+        share("T4", f"rows >= {CLEAR_SE:g} SE from every edge: one class in {runs}", "clear same", "clear",
+              low=0.95, missing="no row is that clear"),
+        share("T4", "measured rows decided (Y or (Y))", "decided", "measured", low=0.75, missing="no measured rows"),
+        share("T5", "a rerun's ratio inside the first run's 95% interval", "inside", "reruns", low=0.80,
+              high=0.87, missing="no size with an interval in two runs"),
+    ]
+
+
+def print_targets(tally: Counter, scale: float = 1.0, replay: bool = False) -> None:
+    print("  targets (figure [95% Wilson score interval], n trials):")
+    for target in targets(tally, scale, replay):
+        print(target.describe())
+
+
+# --- real sets and replayed ones -------------------------------------------------------------------------------
+
+
+def report(launches: Launches, settings: Settings) -> None:
+    """The stored campaigns side by side: how far they agree, the classes of each, the rows that differ, and
+    the targets."""
+    answers = judged(launches, launches.campaigns, settings)
+    runs = [classes_of(run) for run in answers]
     rows, same, contradicting = agreement(runs)
-    print(f"{len(same)} of {len(rows)} rows ({len(same) / len(rows):.1%}) got the same class in all {len(runs)} runs; "
-          f"{len(contradicting)} row(s) were Y in one run and (Y) in another")
+    print(f"{len(same)} of {len(rows)} rows ({len(same) / max(len(rows), 1):.1%}) got the same class in all "
+          f"{len(runs)} runs; {len(contradicting)} row(s) were Y in one run and (Y) in another")
     for number, run in enumerate(runs, start=1):
         counts = sorted(Counter(run.values()).items())
         print(f"  run {number}: " + ", ".join(f"{label} {count}" for label, count in counts))
@@ -91,74 +406,44 @@ def report(runs: list[dict[ClassKey, str]]) -> None:
         if row not in same:
             print("  differs: " + " · ".join(str(part) for part in row[:4]) + f" vs {row[-1]}: "
                   + " / ".join(run.get(row, "-") for run in runs))
+    print_targets(tally_set(launches, launches.campaigns, answers, settings))
 
 
-# --- replay: campaigns drawn from the stored launches -------------------------------------------------------------
-
-REPLAY = "replay"
-
-
-def pooled_launches(engine, campaign_ids: list[int]) -> dict[RowKey, tuple[Row, list[Launch]]]:
-    """Every case's launches over the given campaigns, as (a row to copy, its launches). Only sizes that every
-    launch of a campaign's row reports are kept, so that a drawn launch is always whole."""
-    pool: dict[RowKey, tuple[Row, list[Launch]]] = {}
-    for campaign_id in campaign_ids:
-        for key, row in campaign_rows(engine, campaign_id).items():
-            key = key.with_(scope=REPLAY)
-            whole = {size: values for size, values in row.figures.items() if len(values) == row.launches}
-            launches = [{size: values[index] for size, values in whole.items()} for index in range(row.launches)]
-            if key in pool:
-                template, earlier = pool[key]
-                earlier.extend(launches)
-                template.failures.extend(row.failures)
-                template.skipped.extend(row.skipped)
-                template.library_versions.update(row.library_versions)
-            else:
-                template = dataclasses.replace(row, key=key, figures={}, launches=0, runs=[],
-                                               failures=list(row.failures), skipped=list(row.skipped),
-                                               library_versions=set(row.library_versions))
-                pool[key] = (template, launches)
-    return pool
+def replay_sets(rounds: int, count: int, runs: int, trials: int) -> list[int]:
+    """The first round of each replayed set: up to ``trials`` starts spread evenly over the rounds, each set
+    ``runs`` back-to-back campaigns of ``count`` consecutive rounds (none when the rounds are too few)."""
+    last = rounds - count * runs
+    if last < 0:
+        return []
+    if trials == 1 or last == 0:
+        return [0]
+    return sorted({round(index * last / (trials - 1)) for index in range(trials)})
 
 
-def drawn_campaign(pool: dict[RowKey, tuple[Row, list[Launch]]], launches: int,
-                   rng: random.Random) -> dict[RowKey, Row]:
-    """One campaign of ``launches`` launches per case, drawn with replacement from the pool."""
-    rows = {}
-    for key, (template, pooled) in pool.items():
-        drawn = [rng.choice(pooled) for _ in range(launches)] if pooled else []
-        sizes = set(drawn[0]).intersection(*drawn[1:]) if drawn else set()
-        rows[key] = dataclasses.replace(template, figures={size: [launch[size] for launch in drawn] for size in sizes},
-                                        launches=len(drawn), failures=list(template.failures))
-    return rows
-
-
-def replay(engine, counts: list[int], trials: int, runs: int, seed: int, settings: Settings,
-           campaign_ids: list[int] | None = None) -> None:
-    """Agreement of drawn campaigns; the pool is every stored campaign, or the ones named."""
-    campaign_ids = campaign_ids or stored_campaigns(engine)
-    pool = pooled_launches(engine, campaign_ids)
-    per_case = sorted(len(launches) for _, launches in pool.values() if launches)
-    print(f"pool: {len(campaign_ids)} campaign(s), {len(pool)} cases, "
-          f"{per_case[len(per_case) // 2] if per_case else 0} launches per case (median); the shares below are of "
-          "compared rows (a case against each of its baselines)")
-    rng = random.Random(seed)
-    print(f"{'launches':>8}  {'same class':>10}  {'contradicting':>13}  classes (share of all compared rows drawn)")
+def replay(launches: Launches, counts: list[int], trials: int, runs: int, settings: Settings) -> None:
+    """Sets of ``runs`` campaigns of each count of launches per case, replayed from consecutive disjoint rounds."""
+    total = len(launches.rounds)
+    print(f"{len(launches.campaigns)} campaign(s), {total} rounds; the shares below are of compared rows (a case "
+          "against each of its baselines)")
+    print(f"{'launches':>8}  {'sets':>4}  {'disjoint':>8}  {'same class':>10}  {'contradicting':>13}  classes")
     for count in counts:
-        shares, contradictions, labels = [], 0, Counter()
-        for _ in range(trials):
-            drawn = [classes_of(drawn_campaign(pool, count, rng), settings) for _ in range(runs)]
-            for classes in drawn:
-                labels.update(classes.values())
-            rows, same, contradicting = agreement(drawn)
-            shares.append(len(same) / len(rows))
-            contradictions += len(contradicting)
-        total = sum(labels.values())
-        print(f"{count:>8}  {sum(shares) / len(shares):>10.1%}  {contradictions / trials:>13.2f}  "
-              + ", ".join(f"{label} {labels[label] / total:.0%}" for label in ("Y", "(Y)", "?", "N")))
+        starts = replay_sets(total, count, runs, trials)
+        if not starts:
+            print(f"{count:>8}  not replayed: a set of {runs} runs needs {count * runs} rounds")
+            continue
+        tally = Counter()
+        for start in starts:
+            sets = [launches.rounds[start + index * count:start + (index + 1) * count] for index in range(runs)]
+            tally += tally_set(launches, sets, judged(launches, sets, settings), settings)
+        labels = {label: tally[f"class {label}"] for label in ("Y", "(Y)", "?", "N")}
+        disjoint = total // (count * runs)
+        print(f"{count:>8}  {len(starts):>4}  {disjoint:>8}  {tally['same'] / max(tally['rows'], 1):>10.1%}  "
+              f"{tally['contradicting'] / len(starts):>13.2f}  "
+              + ", ".join(f"{label} {number / max(sum(labels.values()), 1):.0%}" for label, number in labels.items()))
+        print_targets(tally, disjoint / len(starts), replay=True)
 
 
-# --- modes: whole launches that run slow ---------------------------------------------------------------------------
+# --- modes: whole launches that run slow -----------------------------------------------------------------------
 
 SLOW = math.log(1.25)  # a launch more than 25% slower than its case's median, at the median of its sizes
 
@@ -204,6 +489,9 @@ def launch_modes(engine, campaign_id: int) -> None:
         print(f"  {approach}: {sum(of) / len(of):.0%} of {len(of)} launches slow")
 
 
+# --- the command line ------------------------------------------------------------------------------------------
+
+
 def _numbers(parser: argparse.ArgumentParser, option: str, text: str | None, least: int) -> list[int]:
     """A comma-separated list of whole numbers of at least `least`, or a usage error naming the option."""
     try:
@@ -212,6 +500,8 @@ def _numbers(parser: argparse.ArgumentParser, option: str, text: str | None, lea
         parser.error(f"{option} {text!r}: expected whole numbers separated by commas")
     if any(number < least for number in numbers):
         parser.error(f"{option} {text!r}: every number must be at least {least}")
+    if text is not None and not numbers:
+        parser.error(f"{option} {text!r}: expected whole numbers separated by commas")
     return numbers
 
 
@@ -227,53 +517,62 @@ def _stored(parser: argparse.ArgumentParser, engine, option: str, campaign_ids: 
 def main() -> None:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the listing quietly
     parser = argparse.ArgumentParser(
-        description="How often the same campaign, run again, gets the same class per compared row. Without "
-                    "--campaigns, --modes or --replay it RUNS the campaign --runs times into --db (the default "
-                    "campaign takes about 9 minutes a run on 2 cores).",
-)
+        description="How reproducible the answer is: the classes of repeated campaigns side by side, and five "
+                    "targets with Wilson intervals. Without --campaigns, --modes or --replay it RUNS the campaign "
+                    "--runs times into --db (the default campaign takes about 9 minutes a run on 2 cores).",
+    )
     parser.add_argument("campaign", nargs="?", default="examples/local.toml", type=Path,
                         help="the campaign file to run (default: %(default)s)")
     parser.add_argument("--runs", type=int, default=3,
-                        help="runs back to back, and drawn campaigns per replay trial (default: %(default)s)")
+                        help="runs back to back, and replayed campaigns per set (default: %(default)s)")
     parser.add_argument("--db", type=Path, default=Path("agreement.db"),
                         help="the store the runs go into (default: %(default)s)")
-    parser.add_argument("--campaigns", help="stored campaign ids to set side by side, comma-separated (runs "
-                                            "nothing); with --replay, the campaigns whose launches are pooled "
-                                            "(default: all)")
+    parser.add_argument("--campaigns", help="stored campaign ids to set side by side, comma-separated, oldest "
+                                            "first (runs nothing); with --replay, the campaigns whose rounds are "
+                                            "replayed (default: all)")
     parser.add_argument("--modes", type=int, metavar="CAMPAIGN",
                         help="how often whole launches of a stored campaign run slow (runs nothing)")
-    parser.add_argument("--replay", metavar="N,...", help="launches per case to draw, comma-separated (runs nothing)")
-    parser.add_argument("--trials", type=int, default=6,
-                        help="replay: sets of --runs drawn campaigns per count (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=1, help="replay: seed of the draws (default: %(default)s)")
+    parser.add_argument("--replay", metavar="N,...", help="launches per case of the replayed campaigns, "
+                                                          "comma-separated (runs nothing)")
+    parser.add_argument("--trials", type=int, default=8,
+                        help="replay: sets per count, starting at evenly spaced rounds (default: %(default)s)")
     parser.add_argument("--floor", type=float, default=DEFAULT_FLOOR.relative,
                         help="the relative practical floor the classes are judged with (default: %(default)s)")
     args = parser.parse_args()
     if not 0 < args.floor < 1:
         parser.error(f"--floor {args.floor}: expected a fraction between 0 and 1, e.g. 0.1 for 10%")
-    if args.runs < 2 or args.trials < 1:
-        parser.error("--runs must be at least 2 and --trials at least 1")
+    if args.runs < 2:
+        parser.error(f"--runs {args.runs}: expected at least 2 runs to set side by side")
+    if args.trials < 1:
+        parser.error(f"--trials {args.trials}: expected at least 1 set per count")
     settings = Settings(floor=dataclasses.replace(DEFAULT_FLOOR, relative=args.floor))
     campaign_ids = _numbers(parser, "--campaigns", args.campaigns, 1)
-    reading = args.replay or args.modes is not None or campaign_ids
+    counts = _numbers(parser, "--replay", args.replay, 2)
+    if campaign_ids and not counts and len(campaign_ids) < 2:
+        parser.error(f"--campaigns {args.campaigns}: expected at least 2 campaigns to set side by side")
+    reading = counts or args.modes is not None or campaign_ids
     if reading and not args.db.exists():
         parser.error(f"{args.db} does not exist: run `make agreement` first, or name a store with --db")
     engine = open_database(str(args.db))
-    if reading:
-        _stored(parser, engine, "--modes" if args.modes is not None else "--campaigns",
-                [args.modes] if args.modes is not None else campaign_ids)
-    if args.replay:
-        replay(engine, _numbers(parser, "--replay", args.replay, 2), args.trials, args.runs, args.seed, settings,
-               campaign_ids)
-    elif args.modes is not None:
+    if args.modes is not None:
+        _stored(parser, engine, "--modes", [args.modes])
         launch_modes(engine, args.modes)
+    elif counts:
+        _stored(parser, engine, "--campaigns", campaign_ids)
+        launches = read_launches(engine, campaign_ids or stored_campaigns(engine))
+        if all(count * args.runs > len(launches.rounds) for count in counts):
+            parser.error(f"--replay {args.replay}: expected at most {len(launches.rounds) // args.runs} launches "
+                         f"per case: the store holds {len(launches.rounds)} rounds, and a set of {args.runs} runs "
+                         f"of N launches takes {args.runs} x N of them")
+        replay(launches, counts, args.trials, args.runs, settings)
     elif campaign_ids:
-        report([classes_of(campaign_rows(engine, number), settings) for number in campaign_ids])
+        _stored(parser, engine, "--campaigns", campaign_ids)
+        report(read_launches(engine, campaign_ids), settings)
     else:
         first = max(stored_campaigns(engine), default=0)
         for number in range(1, args.runs + 1):
             print(f"run {number}/{args.runs}: {run_campaign(args.db, args.campaign):.0f} s", flush=True)
-        report([classes_of(campaign_rows(engine, first + number), settings) for number in range(1, args.runs + 1)])
+        report(read_launches(engine, [first + number for number in range(1, args.runs + 1)]), settings)
 
 
 if __name__ == "__main__":
