@@ -84,7 +84,7 @@ def test_all_at_speed_is_y():
     assert result.reason == "at native speed at all 23 sizes (1 B–4 MiB)"
     by_regime = classify(row({}), regimes(small=AT_SPEED, mid=AT_SPEED, large=AT_SPEED))
     assert by_regime.label == "Y"
-    assert by_regime.reason.startswith("at native speed in every regime (small 1× (CI 0.98–1), mid 1×")
+    assert by_regime.reason.startswith("at native speed in every regime (small 1.00× (CI 0.98–1.02), mid 1.00×")
     assert by_regime.stability > 0.99 and by_regime.unstable == ""
 
 
@@ -98,7 +98,7 @@ def test_regimes_decide_and_sizes_describe():
     result = classify(small_loss, regimes(small=(Verdict.SLOWER, 0.7), mid=AT_SPEED, large=AT_SPEED))
     assert result.label == "(Y)"
     assert result.slow == [SlowRange("small", [1, 2, 4, 8], 0.6, 8, 0.7, 0.7 * 0.98, 0.7 * 1.02)]
-    assert result.reason == "slower at 1 B–8 B (small messages): 0.7× (CI 0.69–0.71), worst 0.6× at 8 B"
+    assert result.reason == "slower at 1 B–8 B (small messages): 0.70× (CI 0.69–0.71), worst 0.60× at 8 B"
 
 
 def test_an_isolated_loss_in_a_regime_at_speed_is_flagged():
@@ -106,7 +106,7 @@ def test_an_isolated_loss_in_a_regime_at_speed_is_flagged():
     result = classify(sizes, regimes(small=AT_SPEED, mid=AT_SPEED, large=AT_SPEED))
     assert result.label == "Y"
     assert [c.size for c in result.isolated] == [65536]
-    assert result.reason.endswith("; isolated loss at 64 KiB 0.8× (CI 0.78–0.82)")
+    assert result.reason.endswith("; isolated loss at 64 KiB 0.80× (CI 0.78–0.82)")
 
 
 def test_an_open_regime_makes_it_a_question_with_its_graded_reason():
@@ -134,7 +134,7 @@ def test_a_decision_near_its_edge_is_marked_unstable():
     result = classify(row({}), {"small": edge, "mid": comparison(None, *AT_SPEED), "large": comparison(None, *AT_SPEED)})
     assert result.label == "Y"
     assert result.stability < 0.8
-    assert result.unstable == "small messages at 0.93× (CI 0.9–0.96)"
+    assert result.unstable == "small messages at 0.93× (CI 0.90–0.96)"
     assert "may change on a rerun" in result.reason
 
 

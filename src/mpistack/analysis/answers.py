@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..spec.campaign import AnalysisEntry
-from .classes import RowClass, SizeRanges, classify, failed_class, format_size, untested_class
+from .classes import RowClass, SizeRanges, classify, failed_class, format_sizes, untested_class
 from .bulk import collector_paused
 from .evidence import Row, RowKey, pair_launches
 from .statistics import DEFAULT_FLOOR, MIN_LAUNCHES, PracticalFloor, SizeComparison, compare_many
@@ -341,8 +341,8 @@ def control_summary(answers: Sequence[Answer]) -> list[str]:
 
 def where_slow(answer_: Answer) -> str:
     """A short 'where' for tables: the slow ranges with their worst ratio, or the class's reason."""
-    if answer_.row_class.slow:
-        return "; ".join(f"{r.regime} {format_size(r.sizes[0])}–{format_size(r.sizes[-1])} {r.worst_ratio:.2g}×"
-                         if len(r.sizes) > 1 else f"{r.regime} {format_size(r.sizes[0])} {r.worst_ratio:.2g}×"
+    if answer_.row_class.slow:  # the regime's estimate first: the worst size alone overstates the loss
+        return "; ".join(f"{r.regime} {format_sizes(r.sizes)} "
+                         + (f"{r.ratio:.2f}×" if math.isfinite(r.ratio) else f"{r.worst_ratio:.2g}×")
                          for r in answer_.row_class.slow)
     return answer_.row_class.reason

@@ -86,8 +86,8 @@ class SlowRange:
     def describe(self) -> str:
         where = f"{format_sizes(self.sizes)} ({REGIME_TEXT[self.regime]})"
         if math.isfinite(self.ratio):
-            text = f"{where}: {self.ratio:.2g}× (CI {self.ci_low:.2g}–{self.ci_high:.2g})"
-            return text + (f", worst {self.worst_ratio:.2g}× at {format_size(self.worst_size)}"
+            text = f"{where}: {self.ratio:.2f}× (CI {self.ci_low:.2f}–{self.ci_high:.2f})"
+            return text + (f", worst {self.worst_ratio:.2f}× at {format_size(self.worst_size)}"
                            if len(self.sizes) > 1 else "")
         return f"{where}: {self.worst_ratio:.2g}× worst at {format_size(self.worst_size)}"
 
@@ -180,8 +180,8 @@ def _list_sizes(ordered: Sequence[SizeComparison], sizes: Collection) -> str:
 
 
 def _interval(c: SizeComparison) -> str:
-    return (f"{c.ratio:.2g}× (CI {c.ci_low:.2g}–{c.ci_high:.2g})" if math.isfinite(c.ci_low)
-            else f"{c.ratio:.2g}×")
+    return (f"{c.ratio:.2f}× (CI {c.ci_low:.2f}–{c.ci_high:.2f})" if math.isfinite(c.ci_low)
+            else f"{c.ratio:.2f}×")
 
 
 def _unit_name(unit: Hashable) -> str:
