@@ -45,8 +45,11 @@ LAUNCHES = 3
 REUSE_HOURS = 6
 LAUNCH_TIMEOUT = 20.0  # seconds: each launch here takes about a second
 #: kept short (a bound is the scale a figure is compared with, not a publication figure): a size stops once
-#: its median is known to +-5%, after at most 50 iterations (a loaded machine never gets there)
-STOP = ["--stop", "ci:0.05", "--stop-max", "50"]
+#: its median is known to +-5%, after at most 20 iterations (OSU's count for large bw; a loaded machine may
+#: never get to +-5%, and 4 MiB over TCP at 50 iterations took over 20 s on a loaded 2-core guest)
+STOP = ["--stop", "ci:0.05", "--stop-max", "20"]
+#: the sizes measured when a campaign does not say (`-m` in its benchmark options): the default campaign's
+DEFAULT_SIZES = "1:1048576"
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 TCP_MCA = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self"]
 #: the memcpy test's figure names (its JSON "metrics") for a copy in cache and from memory
@@ -168,9 +171,9 @@ def measure_bounds(mpis: list[str], sizes: str | None = None, skip: set[tuple[st
                    launches: int = LAUNCHES, timeout: float = LAUNCH_TIMEOUT,
                    say: Callable[[str], None] = lambda _: None) -> list[Measurement]:
     """Measure this host's bounds: memcpy, TCP loopback (Open MPI) over `sizes` ("LOW:HIGH", as -m; None:
-    the bench's default), and the shared-memory floor of each host MPI family in `mpis`. (kind, mpi) pairs
+    DEFAULT_SIZES), and the shared-memory floor of each host MPI family in `mpis`. (kind, mpi) pairs
     in `skip` (already stored) are not measured again. `say` hears what is being measured."""
-    size_options = ["-m", sizes] if sizes else []
+    size_options = ["-m", sizes or DEFAULT_SIZES]
     plans: list[tuple[dict[str, str], str, Callable[[Path], list[str]]]] = []
     memcpy_mpi = next((mpi for mpi in ("mpich", "openmpi") if mpi in mpis), "mpich")
     plans.append((MEMCPY_METRICS, memcpy_mpi, lambda bench: [

@@ -38,6 +38,7 @@ def doctor(
     shm_size: Annotated[Optional[str], typer.Option("--shm-size", metavar="SIZE", help="Image check: the container's /dev/shm size (podman syntax, e.g. 64m) \\[default: mpistack's].")] = None,
     env: Annotated[Optional[list[str]], typer.Option("--env", "-e", metavar="KEY=VALUE", help="Environment for the probe or the plan; repeatable.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
+    bounds: Annotated[bool, typer.Option("--bounds", help="This machine's bounds, measured now (15 to 40 s; nothing stored): one core's memcpy, MPI over TCP loopback, each host MPI's shared-memory latency. With --campaign: the bounds stored with it (measured and stored now if it has none).")] = False,
     score: Annotated[bool, typer.Option("--score", help="With --campaign: score the findings against the causes its variants inject (expect = ...): precision and recall; exit 1 when recall < 90% or precision < 95%.")] = False,
     db: DbOption = None,
 ) -> None:
@@ -52,6 +53,10 @@ def doctor(
         fail(f"{' and '.join(chosen)}: choose one subject to diagnose")
     if score:
         _score(campaign, db)
+    if bounds:
+        from .bounds import doctor_bounds
+
+        doctor_bounds(campaign, mpi, as_json, db)
     if (stack is None) != (approach is None):
         fail("--stack and --approach go together: the stack and how a campaign would deploy it")
     for name, family in (("--mpi", mpi), ("--host-mpi", host_mpi)):

@@ -86,7 +86,8 @@ def show(
 
     if output_format not in {"text", "json", "table"}:
         fail(f"--format {output_format!r}: expected text or json")
-    record = run_record(reader(db), run_id)
+    store = reader(db)
+    record = run_record(store, run_id)
     if record is None:
         fail(f"no run {run_id} in the store (see `mpistack runs`)")
     if output_format == "json":
@@ -94,3 +95,8 @@ def show(
         sys.stdout.write("\n")
         return
     sys.stdout.write(describe(record))
+    if record.get("campaign") is not None and record.get("min_size") is not None:
+        from .bounds import show_section
+
+        sizes = sorted({record["min_size"], record["max_size"]})
+        sys.stdout.write(show_section(store, record["campaign"], record["benchmark"], sizes))

@@ -52,8 +52,9 @@ def source_lines(machine: MachineBounds) -> list[str]:
         if source.status != "ok":
             lines.append(f"{name}: {source.status}, {source.message}".rstrip(", "))
             continue
-        spreads = [f.spread for f in machine.of(source.kind, source.mpi)]
-        spread = f", launches up to {max(spreads):.0%} apart" if spreads else ""
+        spreads = sorted(f.spread for f in machine.of(source.kind, source.mpi))
+        spread = (f", launches {spreads[len(spreads) // 2]:.0%} apart at the median size, {spreads[-1]:.0%} at most"
+                  if len(spreads) > 1 else f", launches {spreads[0]:.0%} apart" if spreads else "")
         note = f" ({source.message})" if source.message else ""
         lines.append(f"{name}: median of {source.launches} launches{spread}, {when}{note}: {source.command}")
     return lines
