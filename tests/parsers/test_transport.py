@@ -37,7 +37,9 @@ def parsed(name: str) -> dict[str, str]:
     ("openmpi414-single-copy-none.txt", {"transports": "vader,self", "single_copy": "none"}),
     # Open MPI 5.0: the sm BTL and the smsc framework's choice
     ("openmpi508-native.txt", {"layer": "ob1", "transports": "sm,self", "single_copy": "cma", "network": "shm"}),
-    ("openmpi508-container-default.txt", {"transports": "sm,self", "single_copy": "cma"}),
+    # podman's default confinement: smsc selects cma, then each peer's attach is refused (no CAP_SYS_PTRACE)
+    ("openmpi508-container-default.txt", {"transports": "sm,self", "single_copy": "none"}),
+    ("openmpi508-container-single-copy.txt", {"transports": "sm,self", "single_copy": "cma"}),
 ])
 def test_real_output_gives_the_transport_the_library_reported(name, expected):
     found = parsed(name)
@@ -134,3 +136,10 @@ def test_a_record_stored_before_paths_falls_back_to_its_network():
     assert path_of({"network": "tcp", "transports": "tcp/lo"}, 1) == ("tcp", "tcp/lo")
     assert path_of({}, 1) == (None, "") and path_of(None, 2) == (None, "")
     assert describe_transport(noted).startswith("ofi provider sockets (tcp)")
+
+
+def test_open_mpi_5s_refused_attach_is_no_single_copy_with_the_message_as_note():
+    found = parsed("openmpi508-container-default.txt")
+    assert found["single_copy"] == "none"
+    assert found["note"].startswith("mca_smsc_cma_module_get_endpoint: can not proceed")
+    assert "single_copy" not in parsed("openmpi414-btl-tcp.txt")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .model import GROUPS, VERDICTS, Finding, diagnose, exit_status, rules_of, to_json
+from .model import GROUPS, VERDICTS, Finding, diagnose, exit_status, rules_of, said_once, to_json
 
 __all__ = ["GROUPS", "VERDICTS", "Finding", "cell_findings", "configuration_transports", "diagnose", "diagnose_runs",
            "examine_runs",
@@ -24,13 +24,14 @@ def diagnose_runs(engine, filters, settings=None) -> list[Finding]:
 
 
 def examine_runs(engine, filters, settings=None) -> tuple[list[Finding], dict]:
-    """`diagnose_runs`'s findings, and `configuration_transports` of the same runs (read from the store once)."""
+    """`diagnose_runs`'s findings (each cause once per configuration, the most severe and specific first), and
+    `configuration_transports` of the same runs (read from the store once)."""
     from ..analysis.answers import Settings
     from .evidence import load
 
     runs, performance = load(engine, filters, settings or Settings())
     found = [finding for run in runs for finding in diagnose("runs", run)]
-    return found + diagnose("performance", performance), configuration_transports(runs)
+    return said_once(found + diagnose("performance", performance)), configuration_transports(runs)
 
 
 def configuration_transports(runs: list[dict]) -> dict[tuple[str, str, str, str], dict[str, dict]]:

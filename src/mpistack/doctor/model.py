@@ -27,6 +27,9 @@ class Finding:
     subject: str = ""  # what was looked at: "host", "image X", "run 12", "pip-mpich container (bw H-H 2x2)"
     #: the compatibility-matrix cell a finding belongs to, (scope, stack, approach, variant), when it has one
     cell: tuple[str, str, str, str] | None = None
+    #: what a finding blames, when two rules can say it of one configuration ("tcp-intra": ranks of one node on
+    #: TCP): the doctor says each cause once per configuration, by the rule with figures (``said_once``)
+    cause: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -61,10 +64,10 @@ class Rule:
     function: Callable[[Any], Iterable[Finding]]
 
     def finding(self, verdict: str, title: str, meaning: str, fix: str = "", subject: str = "",
-                cell: tuple[str, str, str, str] | None = None, source: str | None = None,
+                cell: tuple[str, str, str, str] | None = None, source: str | None = None, cause: str = "",
                 **evidence: Any) -> Finding:
         """A finding of this rule; ``source``: a more precise public source than the rule's (a signature's)."""
-        return Finding(self.id, verdict, title, meaning, fix, source or self.source, evidence, subject, cell)
+        return Finding(self.id, verdict, title, meaning, fix, source or self.source, evidence, subject, cell, cause)
 
 
 def rule(id: str, group: str | tuple[str, ...], source: str, checks: str):
@@ -94,6 +97,22 @@ def diagnose(group: str, subject: Any) -> list[Finding]:
     for entry in rules_of(group):
         found.extend(entry.function(subject))
     return found
+
+
+#: how a rule's findings rank against another's of the same cause and verdict: figures over a recorded fact
+_SPECIFIC = {"performance": 0, "runs": 1}
+
+
+def said_once(findings: list[Finding]) -> list[Finding]:
+    """The findings with each cause said once per configuration: where a rule with figures (performance) blames
+    what a runs rule blames in the same cell, the runs rule's findings go; then, per cell, the most severe and
+    most specific first (the order the command line and the report show them in)."""
+    groups = {entry.id: entry.group for entry in (item.plugin for item in DOCTOR_RULES)}
+    measured = {(f.cell, f.cause) for f in findings if f.cause and groups.get(f.rule) == "performance"}
+    kept = [f for f in findings if not (f.cause and groups.get(f.rule) == "runs" and (f.cell, f.cause) in measured)]
+    cells = list(dict.fromkeys(f.cell for f in kept))
+    return sorted(kept, key=lambda f: (cells.index(f.cell), -VERDICTS.index(f.verdict),
+                                       _SPECIFIC.get(groups.get(f.rule, ""), 2)))
 
 
 def exit_status(findings: Iterable[Finding]) -> int:

@@ -14,7 +14,8 @@ The messages read here are the libraries' own, as printed on this kind of machin
 Ranks on one node and ranks on different nodes may take different paths, so a record names both: ``intra`` and
 ``inter`` (a class: shm, tcp or fabric) with ``intra_via`` and ``inter_via`` (what carried them). MPICH's ch4:ofi
 builds move messages between local ranks through MPICH's own shared memory (ch4 shm) unless MPIR_CVAR_NOLOCAL=1
-(MPICH's README, "ch4 device"), and their summary names only the netmod's provider, so the intra-node path of
+("as though all processes are located on another node", https://github.com/pmodels/mpich/blob/main/src/util/
+mpir_nodemap.c), and their summary names only the netmod's provider, so the intra-node path of
 such a build is read from the environment the ranks ran with, not from the output. Debian's MPICH 4.0.2
 (ch4:ucx) sends local messages through UCX: with UCX_TLS=tcp its 1 B latency is 3.6 us with or without
 MPIR_CVAR_NOLOCAL=1, against 0.33 us by default (mpistack-bench latency, 2 ranks, on a 2-core Debian 12 KVM
@@ -48,6 +49,8 @@ _OMPI_BTL = re.compile(r"mca: bml: Using (\w+) btl for send to")
 _OMPI_BTL_NODES = re.compile(r"\[([^:\]\s]+):\d+\] mca: bml: Using (\w+) btl for send to \S+ on node (\S+)")
 _OMPI_SMSC = re.compile(r"selected shared-memory single-copy component: (\w+)")
 _OMPI_NO_SMSC = re.compile(r"no shared-memory single-copy component available")
+#: Open MPI 5's smsc/cma refusing a peer at attach time (no CAP_SYS_PTRACE): it copies twice, silently by default
+_OMPI_SMSC_REFUSED = re.compile(r"mca_smsc_cma_module_get_endpoint: can not proceed[^\n]*")
 _OMPI_VADER_COPY = re.compile(r"\bbtl_(?:vader|sm)_single_copy_mechanism=(\w+)")
 _OMPI_EAGER = re.compile(r"\bbtl_(\w+?)_eager_limit=(\d+)")
 _OMPI_MTL_PROVIDER = re.compile(r"mtl:ofi:provider:\s*(\S+)")
@@ -181,13 +184,16 @@ def _openmpi(text: str) -> dict[str, str]:
                      intra_via=f"mtl ofi provider {mtl.group(1)}", inter_via=f"mtl ofi provider {mtl.group(1)}")
     smsc = _OMPI_SMSC.search(text)
     vader = _OMPI_VADER_COPY.search(text)
-    if smsc:
+    refused = _OMPI_SMSC_REFUSED.search(text)
+    if refused:
+        found["single_copy"] = "none"
+    elif smsc:
         found["single_copy"] = _SINGLE_COPY.get(smsc.group(1), smsc.group(1))
     elif _OMPI_NO_SMSC.search(text):
         found["single_copy"] = "none"
     elif vader and any(name in ("vader", "sm") for name in btls):
         found["single_copy"] = _SINGLE_COPY.get(vader.group(1), vader.group(1))
-    denied = _OMPI_CMA_DENIED.search(text)
+    denied = _OMPI_CMA_DENIED.search(text) or refused
     if denied:
         found["note"] = " ".join(denied.group(0).split())[:200]
     elif failed:

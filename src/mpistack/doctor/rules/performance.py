@@ -1,144 +1,164 @@
-"""Rules on stored results and their analysis (``doctor.evidence.Performance``): bandwidth or latency of the TCP
-class, an intra-node path slower than the network, a container loss only above the eager limit, and a
-small-message loss that the same stack shows natively."""
+"""Rules on stored results and their analysis (``doctor.evidence.Performance``): a row that is slower than native
+because its ranks took TCP (latency and bandwidth), an intra-node path slower than the network, a container loss
+only above the eager limit, a small-message loss that the same stack shows natively, and a row faster than
+native with where that comes from.
+
+A performance finding belongs to a row that is slower (or leaning slower) than a baseline, at the sizes where it
+is: a row at native speed gets none. TCP is blamed by the path the row's ranks took as their MPI recorded it
+(between ranks of one node when the row ran on one), or by the campaign's measured machine bounds; figures alone,
+without bounds, blame nothing.
+"""
 
 from __future__ import annotations
 
-from statistics import median
-
 from ...analysis.answers import SAME_STACK, SYSTEM
-from ...analysis.classes import SizeRanges, format_size
+from ...analysis.classes import format_size, format_sizes
 from ...analysis.matrix import Column
+from ...analysis.statistics import SizeComparison
+from ...parsers.transport import TCP, path_of
 from ..evidence import Performance
 from ..model import rule
 
-#: Without a TCP calibration measured here, the bandwidth TCP reaches through a fabric's host (a fallback when the
-#: provider is missing): the CSCS Container Engine pages show 1280, 3121 and 3764 MB/s at 4 MiB without the CXI
-#: hook against about 24000 MB/s with it.
+#: Without a transport or bounds, the bandwidth TCP reaches through a fabric's host (a fallback when the provider
+#: is missing): the CSCS Container Engine pages show 1280, 3121 and 3764 MB/s at 4 MiB without the CXI hook against
+#: about 24000 MB/s with it. Used for published references only, whose source says what they measured.
 TYPICAL_TCP_MBPS = 5000.0
 FABRIC_FACTOR = 3.0  # a comparable row this many times faster shows what the network could do
-#: Without a native shared-memory row of the same stack, what small messages take between ranks of one node over
-#: shared memory: measured here, Debian MPICH 4.0.2 over UCX (sysv/cma) 0.13 to 0.55 us at 1 B, against about 6 us
-#: with UCX_TLS=tcp; the OSU intra-node latencies published for current CPUs are below 1 us as well.
-TYPICAL_SHM_LATENCY_US = 1.0
-LATENCY_FACTOR = 4.0  # small-message latency this many times the shared-memory figure is TCP's, not memory's
+SINGLE_COPY = ("cma", "xpmem", "knem")  # mechanisms that copy a large message once, from the peer's memory
+#: how a variant says it switches the single copy off (besides recording single_copy = none)
+NO_SINGLE_COPY_VARIANT = "no-single-copy"
 
 
 def _cell(key):
     return (key.scope, key.stack, key.approach, key.variant)
 
 
+def _label(key) -> str:
+    return f"{key.stack} {Column(key.approach, key.variant).label}"
+
+
 def _subject(key) -> str:
-    return f"{key.stack} {key.approach}" + ("" if key.variant == "default" else f"+{key.variant}") + \
-        f" ({key.benchmark} {key.buffers}, {key.ranks} ranks on {key.nodes} node(s), {key.scope})"
+    return f"{_label(key)} ({key.benchmark} {key.buffers}, {key.ranks} ranks on {key.nodes} node(s), {key.scope})"
 
 
-def _calibration(perf: Performance, key) -> tuple[float, str] | None:
-    """The peak bandwidth of a row whose launches said they used TCP, at the same placement and scope."""
-    best = None
-    for row in perf.rows.values():
-        other = row.key
-        if (other.scope, other.benchmark, other.metric, other.nodes) != (key.scope, key.benchmark, key.metric,
-                                                                       key.nodes):
-            continue
-        if perf.transport_of(row).get("network") == "tcp" and (peak := perf.peak(row)):
-            if best is None or peak[1] > best[0]:
-                best = (peak[1], f"{other.stack} {other.approach}+{other.variant} (transport: tcp)")
-    return best
+def _unit(metric: str) -> str:
+    return "us" if metric == "latency" else "MB/s"
 
 
-@rule("tcp-class-bandwidth", "performance",
-      "CSCS docs 'Container Engine' and 'MPICH image' (https://docs.cscs.ch/software/container-engine/resource-hook/, "
-      "https://docs.cscs.ch/software/container-engine/guidelines-images/image-mpich/): osu_bw without the CXI hook "
-      "1280-3764 MB/s against about 24000 MB/s with it",
-      "peak bandwidth at TCP's level (a TCP calibration stored here, else typical figures) while a comparable "
-      "row reaches the fabric's")
-def tcp_class(rule, perf: Performance):
+def _figure(value: float, metric: str) -> str:
+    return f"{value:.2f} us" if metric == "latency" else f"{value:.0f} MB/s"
+
+
+def _slower(perf: Performance, key) -> dict[int | None, SizeComparison]:
+    """The sizes where the row is slower than a baseline (confirmed across its sizes), or leaning slower where
+    its class is undecided, each with the comparison that says so (the system baseline's first)."""
+    found: dict[int | None, SizeComparison] = {}
+    for item in sorted((a for a in perf.answers if a.key == key), key=lambda a: a.baseline != SYSTEM):
+        slow = {size for ranges in item.row_class.slow for size in ranges.sizes}
+        for comparison in item.sizes:
+            leaning = item.label == "?" and comparison.ratio < comparison.floor_low
+            if (comparison.size in slow or leaning) and comparison.size not in found:
+                found[comparison.size] = comparison
+    return dict(sorted(found.items(), key=lambda item: -1 if item[0] is None else item[0]))
+
+
+_SHM_FIX = ("Let ranks of one node use shared memory: unset UCX_TLS or include sm in it, unset FI_PROVIDER and "
+            "MPIR_CVAR_NOLOCAL (MPICH), keep vader/sm in OMPI_MCA_btl (Open MPI); in containers share IPC "
+            "(--ipc host) and /dev/shm.")
+_FABRIC_FIX = ("Check the provider inside the container (fi_info -p cxi exits 61 when cxi is absent); bring the "
+               "host's libfabric and /dev/cxi* in (the CSCS CXI hook: com.hooks.cxi.enabled = \"true\").")
+
+
+def _tcp_class(rule, perf: Performance, metrics: tuple[str, ...]):
+    """A row slower than native whose ranks took TCP: by the path its MPI recorded for its placement (a problem),
+    or by figures on TCP's side of the campaign's measured bounds where no path was recorded (a warning)."""
     for row in perf.rows.values():
         key = row.key
-        if key.metric != "bandwidth" or not row.launches or not (peak := perf.peak(row)):
+        if key.metric not in metrics or not row.launches or not (slower := _slower(perf, key)):
             continue
-        calibration = _calibration(perf, key)
-        if perf.transport_of(row).get("network") == "tcp":
-            continue  # the calibration itself: TCP by its own account
-        ceiling, basis = ((calibration[0] * 1.25, f"TCP measured here: {calibration[1]} peaks at "
-                           f"{calibration[0]:.0f} MB/s") if calibration else
-                          (TYPICAL_TCP_MBPS, f"typical TCP fallback below {TYPICAL_TCP_MBPS:.0f} MB/s"))
-        if peak[1] > ceiling:
+        one_node = (key.nodes or 1) <= 1
+        path, via = path_of(perf.transport_of(row), key.nodes)
+        if path not in (None, TCP):
+            continue  # its MPI said it used shared memory or a fabric there: the loss is not TCP's doing
+        bounds = perf.bounds_of(key)
+        judged = {size: bounds.tcp_side(key.metric, size, comparison.median_candidate)
+                  for size, comparison in slower.items() if size is not None} if bounds else {}
+        on_tcp = [size for size, side in judged.items() if side]
+        if path is None and not on_tcp:
+            continue  # no recorded path, and no bounds to put the figures on TCP's side: no claim
+        sizes = on_tcp or list(slower)
+        worst = min((slower[size] for size in sizes), key=lambda comparison: comparison.ratio)
+        where = "on one node" if one_node else "between nodes"
+        evidence = {"slower_at": format_sizes(sizes), "figure": _figure(worst.median_candidate, key.metric),
+                    "baseline": _figure(worst.median_baseline, key.metric), "at": format_size(worst.size),
+                    "ratio": round(worst.ratio, 3), "recorded_path": f"{path} ({via})" if path else "not recorded"}
+        if bounds:
+            tcp = (bounds.tcp_latency_us if key.metric == "latency" else bounds.tcp_bandwidth_mbs)(worst.size)
+            evidence["tcp_bound"] = _figure(tcp, key.metric) if tcp else "not measured"
+            evidence["bounds_measured_on"] = bounds.describe()
+        disagree = bool(judged) and not on_tcp
+        what = "latency" if key.metric == "latency" else "bandwidth"
+        yield rule.finding(
+            "warning" if path is None or disagree else "problem",
+            f"TCP-class {what} {where}: {_figure(worst.median_candidate, key.metric)} at {format_size(worst.size)}"
+            + (" (recorded: tcp)" if path else ""),
+            (f"The ranks' MPI said they talked over TCP ({via}), and the row is slower than native at "
+             f"{format_sizes(list(slower))}." if path else
+             f"No path was recorded; the figures at {format_sizes(sizes)} are on TCP's side of this machine's "
+             "measured bounds (oversubscribed busy-polling ranks can be as slow).")
+            + (" Yet the figures are better than TCP's bound here: something else costs too." if disagree else ""),
+            _SHM_FIX if one_node else _FABRIC_FIX, subject=_subject(key), cell=_cell(key),
+            cause=f"tcp-{'intra' if one_node else 'inter'}", **evidence)
+
+
+def _published_tcp_class(rule, perf: Performance):
+    """A published reference without transport or bounds: a bandwidth plateau at TCP's typical level while a
+    comparable row of the same reference reaches the fabric's (the publisher attributes the gap)."""
+    for row in perf.rows.values():
+        key = row.key
+        if not key.scope.startswith("reference ") or key.metric != "bandwidth" or (key.nodes or 1) <= 1 \
+                or not row.launches or not (peak := perf.peak(row)) or peak[1] > TYPICAL_TCP_MBPS:
             continue
         better = [(perf.peak(other), other.key) for other in perf.rows.values()
                   if other is not row and other.launches and (other.key.scope, other.key.benchmark, other.key.metric,
                                                                other.key.nodes, other.key.buffers)
                   == (key.scope, key.benchmark, key.metric, key.nodes, key.buffers)]
         better = [(p, k) for p, k in better if p and p[1] >= FABRIC_FACTOR * peak[1]]
-        if not better and not calibration:
-            continue  # nothing here shows the network could do better: this may be all it has
-        reference = max(better, key=lambda item: item[0][1]) if better else None
-        evidence = {"peak_MBps": round(peak[1], 2), "at": format_size(peak[0]), "tcp_basis": basis}
-        if reference:
-            evidence.update(comparable=f"{reference[1].stack} {reference[1].approach}",
-                            comparable_peak_MBps=round(reference[0][1], 2),
-                            ratio=round(peak[1] / reference[0][1], 3))
+        if not better:
+            continue
+        (reference_peak, reference) = max(better, key=lambda item: item[0][1])
         yield rule.finding(
-            "problem", f"TCP-class bandwidth: {peak[1]:.0f} MB/s at {format_size(peak[0])}",
-            "The bandwidth plateaus where TCP does, far below the fabric: the MPI fell back to TCP (no cxi, verbs "
-            "or efa provider in the container, or a provider forced to tcp).",
-            "Check the provider inside the container (fi_info -p cxi exits 61 when cxi is absent); bring the host's "
-            "libfabric and /dev/cxi* in (the CSCS CXI hook: com.hooks.cxi.enabled = \"true\").",
-            subject=_subject(key), cell=_cell(key), **evidence)
+            "problem", f"TCP-class bandwidth between nodes: {peak[1]:.0f} MB/s at {format_size(peak[0])}",
+            "The bandwidth plateaus where TCP does, far below a comparable row of the same reference: the MPI fell "
+            "back to TCP (no cxi, verbs or efa provider in the container, or a provider forced to tcp).",
+            _FABRIC_FIX, subject=_subject(key), cell=_cell(key), cause="tcp-inter",
+            peak_MBps=round(peak[1], 2), at=format_size(peak[0]),
+            tcp_basis=f"typical TCP fallback below {TYPICAL_TCP_MBPS:.0f} MB/s",
+            comparable=f"{reference.stack} {reference.approach}", comparable_peak_MBps=round(reference_peak[1], 2),
+            ratio=round(peak[1] / reference_peak[1], 3))
 
 
-def _small_medians(row, ranges: SizeRanges) -> dict:
-    """Per small-message size (the analysis's regime), the median over the row's launches."""
-    return {size: median(values) for size, values in row.figures.items()
-            if values and ranges.regime(size) == "small"}
+@rule("tcp-class-bandwidth", "performance",
+      "the path the MPI recorded (UCX_LOG_LEVEL=info, MPIR_CVAR_DEBUG_SUMMARY=1, Open MPI btl_base_verbose) and the "
+      "campaign's machine bounds (Hoefler and Belli, 'Scientific Benchmarking of Parallel Computing Systems', SC15, "
+      "https://htor.inf.ethz.ch/publications/img/hoefler-scientific-benchmarking.pdf); published references: CSCS docs "
+      "'Container Engine' (https://docs.cscs.ch/software/container-engine/resource-hook/): osu_bw without the CXI "
+      "hook 1280-3764 MB/s against about 24000 MB/s with it",
+      "bandwidth slower than native where the ranks took TCP for their placement (recorded, or on TCP's side of the "
+      "measured bounds); a published row at TCP's level beside one at the fabric's")
+def tcp_class_bandwidth(rule, perf: Performance):
+    yield from _tcp_class(rule, perf, ("bandwidth", "bi-bandwidth"))
+    yield from _published_tcp_class(rule, perf)
 
 
 @rule("tcp-class-latency", "performance",
-      "measured here: Debian MPICH 4.0.2 over UCX 1.13.1, 1 B latency 0.13-0.55 us over sysv/cma and about 6 us with "
-      "UCX_TLS=tcp; UCX transport selection (https://openucx.readthedocs.io/en/master/faq.html)",
-      "small-message latency between ranks of one node far above the same stack's shared-memory figure natively "
-      "(else a typical one), decided by the transport the run recorded when it recorded one")
+      "the path the MPI recorded and the campaign's machine bounds; measured on a 2-core Debian 12 KVM guest: Debian "
+      "MPICH 4.0.2 over UCX 1.13.1, 1 B latency 0.33 us over sysv/cma and 3.6 us with UCX_TLS=tcp; UCX transport "
+      "selection (https://openucx.readthedocs.io/en/master/faq.html)",
+      "latency slower than native where the ranks took TCP for their placement (recorded, or on TCP's side of the "
+      "measured bounds)")
 def tcp_class_latency(rule, perf: Performance):
-    ranges = perf.settings.ranges
-    for row in perf.rows.values():
-        key = row.key
-        if key.metric != "latency" or (key.nodes or 1) > 1 or not row.launches:
-            continue
-        network = perf.transport_of(row).get("network")
-        if network not in (None, "tcp"):
-            continue  # its MPI said it used shared memory (or a fabric): a slow row is not TCP's doing
-        own = _small_medians(row, ranges)
-        basis_row = perf.rows.get(key.with_(approach="native", variant=row.variant_baseline))
-        basis = _small_medians(basis_row, ranges) if basis_row is not None and basis_row is not row \
-            and perf.transport_of(basis_row).get("network") != "tcp" else {}
-        common = sorted(set(own) & set(basis), key=lambda size: -1 if size is None else size)
-        if common:
-            latency, reference = median([own[size] for size in common]), median([basis[size] for size in common])
-            described = f"{key.stack} {Column('native', row.variant_baseline).label}: {reference:.2f} us"
-        elif own:
-            latency, reference = median(list(own.values())), TYPICAL_SHM_LATENCY_US
-            described = f"typical shared memory: below {TYPICAL_SHM_LATENCY_US:g} us"
-        else:
-            continue
-        if latency < LATENCY_FACTOR * reference:
-            continue
-        transport = perf.transport_of(row)
-        recorded = network == "tcp"
-        evidence = {"small_latency_us": round(latency, 3), "shared_memory_basis": described,
-                    "ratio": round(latency / reference, 1),
-                    "recorded_transport": (transport.get("transports") or transport.get("provider") or "tcp")
-                    if recorded else "not recorded"}
-        yield rule.finding(
-            "problem" if recorded else "warning",
-            f"TCP-class latency on one node: {latency:.2f} us" + (" (recorded: tcp)" if recorded else ""),
-            "Ranks that share a node take TCP's latency, not shared memory's: " + (
-                "the run's MPI said it used TCP." if recorded else
-                "no transport was recorded, so this rests on the figures alone (oversubscribed busy-polling ranks "
-                "are slow too)."),
-            "Let the MPI use shared memory between local ranks: unset UCX_TLS or include sm/shm in it (and "
-            "FI_PROVIDER, MPIR_CVAR_NOLOCAL); in containers share IPC (--ipc host) and /dev/shm.",
-            subject=_subject(key), cell=_cell(key), **evidence)
+    yield from _tcp_class(rule, perf, ("latency",))
 
 
 @rule("intra-below-inter", "performance",
@@ -168,6 +188,11 @@ def intra_below_inter(rule, perf: Performance):
                 inter_MBps=round(best[0][1], 2), ratio=round(intra[0][1] / best[0][1], 3))
 
 
+def _eager_limit(transport: dict) -> int | None:
+    value = str(transport.get("eager_limit", ""))
+    return int(value) if value.isdigit() else None
+
+
 @rule("loss-above-eager", "performance",
       "Open MPI FAQ 'shared memory' single-copy (https://docs.open-mpi.org/en/v5.0.x/tuning-apps/networking/shared-memory.html); "
       "UCX protocol selection (UCX_PROTO_INFO=y): rendezvous zero-copy via cma above the eager switch",
@@ -179,8 +204,7 @@ def loss_above_eager(rule, perf: Performance):
             continue
         row = perf.rows.get(key)
         transport = perf.transport_of(row) if row else {}
-        eager = int(transport["eager_limit"]) if str(transport.get("eager_limit", "")).isdigit() \
-            else perf.settings.ranges.small_below
+        eager = _eager_limit(transport) or perf.settings.ranges.small_below
         slow_sizes = [size for slow in item.row_class.slow for size in slow.sizes if size is not None]
         if not slow_sizes or min(slow_sizes) < eager or (key.nodes or 1) > 1:
             continue
@@ -217,3 +241,117 @@ def stack_effect(rule, perf: Performance):
             "deployment is not at fault.", subject=_subject(key), cell=_cell(key),
             system_worst_ratio=round(min(slow.worst_ratio for slow in small), 3), same_stack_class=own.label,
             same_stack=own.baseline_row.stack if own.baseline_row else None)
+
+
+# -- faster than native ---------------------------------------------------------------------------------------
+
+#: how strong an explanation of a faster row is: the first that holds for a configuration is its title
+CONFIRMED, IN_CACHE, SUSPECTED, REFUTED, UNEXPLAINED = range(5)
+
+
+def _switched_off(perf: Performance, baseline) -> object | None:
+    """The row of the baseline's own stack, natively, in a variant that switched its single copy off (recorded
+    as single_copy none, or named for it), at the same benchmark, placement and buffers."""
+    for row in perf.rows.values():
+        other = row.key
+        if other.with_(variant=baseline.variant) == baseline and other.variant != baseline.variant and row.launches \
+                and (perf.transport_of(row).get("single_copy") == "none" or other.variant == NO_SINGLE_COPY_VARIANT):
+            return row
+    return None
+
+
+def _faster_sizes(item) -> list[int]:
+    return sorted(size for size in item.row_class.faster if size is not None)
+
+
+def _explain(perf: Performance, item) -> tuple[int, str, dict]:
+    """Why a candidate beats its baseline: (strength, the sentence, evidence)."""
+    row, base = perf.rows[item.key], perf.rows[item.baseline_row]
+    sizes = _faster_sizes(item)
+    by_size = {comparison.size: comparison for comparison in item.sizes}
+    best = max((by_size[size] for size in sizes), key=lambda comparison: comparison.ratio)
+    metric = item.key.metric
+    evidence = {"faster_at": format_sizes(sizes), "against": f"{_label(item.baseline_row)} ({item.baseline})",
+                "figure": _figure(best.median_candidate, metric), "baseline": _figure(best.median_baseline, metric),
+                "at": format_size(best.size), "ratio": round(best.ratio, 2)}
+    bounds = perf.bounds_of(item.key)
+    if bounds and metric != "latency":
+        cached = [size for size in sizes if bounds.above_memcpy(size, by_size[size].median_candidate)]
+        if cached:
+            memcpy = bounds.memcpy_mbs(cached[0], "cache")
+            evidence.update(in_cache_at=format_sizes(cached), memcpy_in_cache=_figure(memcpy or 0, metric),
+                            bounds_measured_on=bounds.describe())
+            return IN_CACHE, ("the candidate's figures are above one core's in-cache memcpy: the benchmark reused "
+                              "buffers that stayed in cache, the candidate side is the anomaly"), evidence
+    theirs, mine = perf.transport_of(base), perf.transport_of(row)
+    mechanism, eager = theirs.get("single_copy"), _eager_limit(theirs)
+    evidence.update(baseline_single_copy=mechanism or "not recorded", candidate_single_copy=mine.get(
+        "single_copy") or ("none (MPICH ch4 shm)" if "ch4 shm" in path_of(mine, 1)[1] else "not recorded"))
+    if eager:
+        evidence["baseline_eager_limit"] = format_size(eager)
+    above = [size for size in sizes if size >= (eager or perf.settings.ranges.small_below)]
+    if mechanism not in SINGLE_COPY or not above:
+        return UNEXPLAINED, ("neither side's recorded transport explains it (single copy, eager limit); check "
+                             "binding and the eager limits of both"), evidence
+    # the candidate may be the switch-off variant itself; a candidate that recorded the same mechanism may not have
+    # used it: a probe of small messages never reaches the single copy, so a refusal at attach time goes unseen
+    off = row if row.key.approach == "native" and row.key.stack == base.key.stack else _switched_off(perf, base.key)
+    if off is None:
+        return SUSPECTED, (f"suspected, not confirmed: the baseline copies messages of {format_size(above[0])} and "
+                           f"more once with {mechanism}, the candidate does not; a variant of the baseline with its "
+                           "single copy off would confirm it"), evidence
+    gains = [(size, Performance.median_at(off, size), by_size[size].median_baseline) for size in above
+             if Performance.median_at(off, size) is not None]
+    floor = perf.settings.floor.relative
+    better = [(size, value, slow) for size, value, slow in gains
+              if (value < slow * (1 - floor) if metric == "latency" else value > slow * (1 + floor))]
+    evidence["switched_off"] = _label(off.key)
+    if gains:
+        size, value, slow = max(gains, key=lambda gain: gain[1] / gain[2] if metric != "latency" else gain[2] / gain[1])
+        evidence["switched_off_figure"] = f"{_figure(value, metric)} against {_figure(slow, metric)} at " \
+                                          f"{format_size(size)}"
+    if better and len(better) * 2 > len(gains):
+        return CONFIRMED, (f"the native baseline's {mechanism} single copy is the slow side: with it switched off "
+                           f"({_label(off.key)}) the baseline is faster too"), evidence
+    return REFUTED, (f"not the baseline's {mechanism} single copy: switching it off ({_label(off.key)}) did not "
+                     "make the baseline faster; no rule of thumb replaces that experiment, look further (binding, "
+                     "eager limits)"), evidence
+
+
+_TITLES = {CONFIRMED: "the native baseline's single copy is the slow side (confirmed)",
+           IN_CACHE: "an in-cache figure (above memcpy)",
+           SUSPECTED: "the native baseline's single copy suspected",
+           REFUTED: "not the baseline's single copy (switched off, no faster)",
+           UNEXPLAINED: "unexplained"}
+
+
+@rule("faster-than-native", "performance",
+      "Open MPI FAQ 'shared memory' single-copy (https://docs.open-mpi.org/en/v5.0.x/tuning-apps/networking/shared-memory.html): "
+      "btl_vader_single_copy_mechanism none; Hoefler and Belli, SC15, rule 11 (upper bounds: memcpy); measured on a "
+      "2-core Debian 12 KVM guest: Open MPI 4.1.4 natively, 4 KiB latency 1.88-1.97 us with CMA and 0.50-0.58 us "
+      "without",
+      "a row faster than its native baseline beyond the floor: which side is the anomaly (the baseline's single copy "
+      "above its eager limit, confirmed by a variant that switches it off, or an in-cache figure)")
+def faster_than_native(rule, perf: Performance):
+    by_cell: dict[tuple, list] = {}
+    for item in perf.answers:
+        if _faster_sizes(item) and item.baseline_row in perf.rows and item.key in perf.rows:
+            by_cell.setdefault(_cell(item.key), []).append((*_explain(perf, item), item))
+    for cell, explained in by_cell.items():
+        strength, sentence, evidence, item = min(explained, key=lambda entry: entry[0])
+        others = [f"{other.key.benchmark} against {_label(other.baseline_row)}: {_TITLES[kind]}"
+                  for kind, _, _, other in explained if other is not item]
+        anomaly = "baseline" if strength in (CONFIRMED, SUSPECTED) else \
+            "candidate" if strength == IN_CACHE else "not known"
+        yield rule.finding(
+            "warning", f"faster than native at {evidence['faster_at']}: {_TITLES[strength]}",
+            f"{_label(item.key)} beats {evidence['against']} in {item.key.benchmark}: {sentence}.",
+            "Compare against a baseline tuned like the candidate (e.g. OMPI_MCA_btl_vader_single_copy_mechanism=none "
+            "natively), and read the speed-up as the baseline's cost, not the container's merit."
+            if anomaly == "baseline" else
+            "Measure with buffers larger than the caches (the candidate's figure is a cache's, not a transport's)."
+            if anomaly == "candidate" else
+            "Run a variant that switches the suspected mechanism off (single copy, eager limit, binding) and compare "
+            "again.",
+            subject=_subject(item.key), cell=cell, cause="faster", anomaly=anomaly, **evidence,
+            **({"also": others} if others else {}))

