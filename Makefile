@@ -18,7 +18,7 @@ help:
 	@echo "make bench-recipes  catalogue render time and cached image builds"
 	@echo "make bench-report  analysis and report time over one million stored results"
 	@echo "make agreement    the default campaign 3 times: classes side by side, five targets with Wilson intervals"
-	@echo "make agreement-replay  the targets at 8 to 96 launches per case, replayed from agreement.db's rounds"
+	@echo "make agreement-replay  the targets at 6 to 96 launches per case, replayed from agreement.db's rounds"
 	@echo "make doctor-check the fault campaign into faults.db, then the doctor scored on it"
 	@echo "make -C bench sweep   mpistack-bench sweep speed (one launch, adaptive vs OSU-style)"
 
@@ -67,7 +67,7 @@ agreement: host venv
 # From agreement.db's stored rounds (runs nothing): the targets for sets of three campaigns of N launches per case,
 # each made of consecutive rounds none of the others uses (N needs 3N stored rounds).
 agreement-replay: venv
-	$(VPY) benchmarks/agreement.py --replay 8,16,32,48,96 --trials 8 --db agreement.db
+	$(VPY) benchmarks/agreement.py --replay 6,8,12,16,32,48,96 --trials 8 --db agreement.db
 
 # Known causes injected on purpose (examples/faults.toml), run into faults.db (each run a new campaign beside the
 # earlier ones), then the doctor's findings on the latest scored against them: exit 1 when recall < 90% or
