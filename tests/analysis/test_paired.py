@@ -194,3 +194,13 @@ def test_a_machine_too_noisy_for_its_own_control_says_so_instead_of_forecasting(
     assert container.label == "?"
     assert "this machine was too noisy to settle it: the A/A control was" in container.row_class.reason
     assert "more launches per side would settle" not in container.row_class.reason
+
+
+def test_each_sides_slow_launch_share_is_reported():
+    baseline, candidate = _rows(16, lambda size: 1.0, 0)
+    for size in SIZES:  # the candidate's first four launches ran 40 % slow at every size
+        candidate.figures[size][:4] = [value * 1.4 for value in candidate.figures[size][:4]]
+    assert candidate.slow_launch_share() >= 4 / 16
+    result = _answer(baseline, candidate)
+    assert result.slow_launches[0] == candidate.slow_launch_share()
+    assert result.to_dict()["slow_launches"]["baseline"] == baseline.slow_launch_share()

@@ -73,6 +73,7 @@ class Answer:
     same_build_as_system: bool = False  # the same-stack baseline is the system MPI itself
 
     control: bool = False  # the campaign's A/A control (the system MPI against itself)
+    slow_launches: tuple[float, float] = (math.nan, math.nan)  # each side's share of launches in a slow mode
 
     @property
     def label(self) -> str:
@@ -98,6 +99,7 @@ class Answer:
             "launches_needed": self.row_class.launches_needed, "failures": self.failures,
             "library_version": self.library_version, "declared_version": self.declared_version,
             "same_build_as_system": self.same_build_as_system,
+            "slow_launches": {"candidate": _finite(self.slow_launches[0]), "baseline": _finite(self.slow_launches[1])},
             "sizes": [{"size": c.size, **_comparison_dict(c)} for c in self.sizes],
         }
 
@@ -306,7 +308,9 @@ def answer(rows: dict[RowKey, Row], settings: Settings = Settings()) -> list[Ans
                 row_class, reason=f"{row_class.reason}; {len(row.failures)} other launch(es) failed: {row.failures[0]}")
         answers.append(Answer(row.key, kind, baseline.key if baseline else None, row_class, sizes, regimes, row.launches,
                               baseline.launches if baseline else 0, row.failures, row.library_version,
-                              row.declared_version, same_build, control=row.control))
+                              row.declared_version, same_build, control=row.control,
+                              slow_launches=(row.slow_launch_share(),
+                                             baseline.slow_launch_share() if baseline else math.nan)))
     return answers
 
 
@@ -334,8 +338,10 @@ def control_summary(answers: Sequence[Answer]) -> list[str]:
             continue
         regimes = ", ".join(f"{name} {c.ratio:.2f}× [{c.ci_low:.2f}–{c.ci_high:.2f}]"
                             for name, c in a.regimes.items() if math.isfinite(c.ci_low))
+        slow = (f"; launches in a slow mode (25 % or more slower): {a.slow_launches[0]:.0%} and "
+                f"{a.slow_launches[1]:.0%}" if all(math.isfinite(x) for x in a.slow_launches) else "")
         lines.append(f"A/A {a.key.benchmark} ({a.key.stack} {a.key.variant} against itself): {a.label}"
-                     + (f", {regimes}" if regimes else f": {a.row_class.reason}"))
+                     + (f", {regimes}" if regimes else f": {a.row_class.reason}") + slow)
     return lines
 
 

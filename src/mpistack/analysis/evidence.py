@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
+import statistics
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -105,6 +107,21 @@ class Row:
     #: per successful launch (run id), where it ran in the campaign's schedule: (round, block, position); a launch
     #: without rounds (an ingested file, a reference) is absent
     schedule: dict[int, "Slot"] = field(default_factory=dict)
+
+    def slow_launch_share(self, threshold: float = 0.25) -> float:
+        """The share of this row's launches that ran in a slow mode: whose figures, over the sizes they have, were
+        more than ``threshold`` worse than the row's median at those sizes (geometric mean of the per-size
+        ratios). NaN without launches. The machine's slow modes are reported, never dropped."""
+        if not self.launches:
+            return math.nan
+        higher = self.key.higher_is_better
+        logs: dict[int, list[float]] = {}
+        for size, values in self.figures.items():
+            middle = statistics.median(values)
+            for run, value in zip(self.launch_of.get(size) or range(len(values)), values):
+                logs.setdefault(run, []).append(math.log(middle / value if higher else value / middle))
+        slow = sum(math.fsum(ratios) / len(ratios) > math.log1p(threshold) for ratios in logs.values())
+        return slow / len(logs)
 
     @property
     def library_version(self) -> str | None:
