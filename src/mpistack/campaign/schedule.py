@@ -190,6 +190,25 @@ def _scheduled(case: Case, launch: int, block: int, position: int) -> ScheduledC
                          launch=launch, block=block, position=position)
 
 
+def heading(case: Case, before: Case | None) -> str | None:
+    """For a listing in run order: a line above the first launch of each comparison group in a round."""
+    if before is not None and (before.repeat, comparison_group(before)) == (case.repeat, comparison_group(case)):
+        return None
+    return f"round {case.repeat} · {case.benchmark.name} · {case.placement.label} · {case.buffers}"
+
+
+def describe_order(order: str, seed: int | None, cases: Sequence[Case]) -> str:
+    """How the cases are ordered, for the dry run: blocks and their cost, and where the order comes from."""
+    if order == "matrix":
+        return 'in the listed order (order = "matrix"), each case alone in its block'
+    extra = extra_launches(cases)
+    blocks = (f"in blocks, every candidate beside its baselines ({extra} of the launches are a baseline's extra "
+              "launches)" if extra else "in blocks, every candidate beside its baselines")
+    if seed is None:
+        return f"{blocks}; listed unshuffled: the run draws a random order (set seed = N to fix it)"
+    return f"{blocks}, in the random order of seed {seed}"
+
+
 def extra_launches(cases: Sequence[Case]) -> int:
     """How many of the launches are a baseline's extra launches in a round (what the blocks cost)."""
     return sum(1 for case in cases if isinstance(case, ScheduledCase) and case.launch > 1)

@@ -24,7 +24,7 @@ from ..spec.case import Case
 from ..spec.status import RunStatus
 from ..store.campaigns import campaign_statuses, finished_case_keys, lock_campaign, start_campaign, unlock_campaign
 from ..store.database import StoreUnavailable
-from . import journal, probe, stages
+from . import journal, probe, schedule, stages
 from .bounds import measure_for_campaign
 from .batch import BatchRun
 from .matrix import expand, resolve_stacks
@@ -62,8 +62,12 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
     stacks = resolve_stacks(campaign)
     cases = expand(campaign, stacks)
     resources = planning_resources(campaign, stacks, host)
+    before = None
     for index, case in enumerate(cases, start=1):
-        console.print(f"[bold]{index:>3}[/bold] {escape(case.key)}", highlight=False)
+        if line := schedule.heading(case, before):
+            console.print(escape(line), highlight=False)
+        before = case
+        console.print(f"[bold]{index:>4}[/bold] {escape(case.key)}  · block {case.block}", highlight=False)
         if case.skip:
             console.print(f"      skipped: {escape(case.skip)}", highlight=False)
             continue
@@ -76,8 +80,7 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
             console.print(f"      skipped: {escape(str(refused))}", highlight=False)
             continue
         console.print(f"      {escape(shlex.join(launch.argv))}", highlight=False, soft_wrap=True)
-    order = (f"in the order of seed {campaign.seed}" if campaign.seed is not None
-             else "listed in matrix order: the run draws a random order (set seed = N to fix it)")
+    order = schedule.describe_order(campaign.order, campaign.seed, cases)
     size = estimate(campaign, cases, database)
     console.print(f"{escape(size.describe())}; {order}", highlight=False)
     if reason := size.too_large():
