@@ -43,10 +43,12 @@ def launch(cmd: list[str]) -> float:
 
 
 def load(path: Path) -> dict:
-    """size -> result row of one mpistack-bench JSON document"""
+    """test -> size -> result row, from an mpistack-bench JSON file: one document, or the array a
+    suite launch writes"""
     try:
-        doc = json.loads(path.read_text())
-        return {r["size"]: r for r in doc["results"]}
+        data = json.loads(path.read_text())
+        docs = data if isinstance(data, list) else [data]
+        return {doc["benchmark"]: {r["size"]: r for r in doc["results"]} for doc in docs}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         sys.exit(f"{path}: not an mpistack-bench result document ({exc})")
 
@@ -91,8 +93,8 @@ def compare_medians(a, tests: list[str], out: Path) -> tuple[int, int, list]:
     print("-" * len(hdr))
     within, total, worst, noises = 0, 0, [], []
     for t in tests:
-        fixed = [load(out / f"fixed{r}.{t}.json") for r in range(a.rounds)]
-        adapt = [load(out / f"adapt{r}.{t}.json") for r in range(a.rounds)]
+        fixed = [load(out / f"fixed{r}.{t}.json")[t] for r in range(a.rounds)]
+        adapt = [load(out / f"adapt{r}.json")[t] for r in range(a.rounds)]
         for size in fixed[0]:
             fmeds = [f[size]["stats"]["median"] for f in fixed]
             ameds = [d[size]["stats"]["median"] for d in adapt]

@@ -194,6 +194,13 @@ typedef struct {
     char started[32], finished[32];
 } results_t;
 
+/* Rank 0: the result documents of the tests finished so far (JSON text, separated by ",\n"). */
+typedef struct {
+    char *text;
+    size_t len;
+    int count;
+} documents_t;
+
 /* Per-iteration arrays of one size, allocated once per run with the largest count it may take. */
 typedef struct {
     double *seconds;  /* this rank's timed seconds of each iteration */
@@ -261,6 +268,7 @@ void json_bool(FILE *f, int b);
 /* report.c: OSU text and the result document */
 void print_header(const run_t *run, const void *state);
 void print_row(const run_t *run, const size_result_t *s);
-int publish_json(const run_t *run, const results_t *res);
+int publish_json(const run_t *run, const results_t *res, documents_t *docs);
+void free_documents(documents_t *docs);
 
 #endif

@@ -30,7 +30,8 @@ static int answer_parse(enum parse_result result, const char *error, int rank)
 
 /* One benchmark; returns the status it leaves: a validation failure does not hide an earlier
  * problem, a wrong number of ranks or an unwritable JSON file is reported whatever came before. */
-static int run_one(const benchmark_t *b, const options_t *o, const meta_t *meta, int status)
+static int run_one(const benchmark_t *b, const options_t *o, const meta_t *meta, documents_t *docs,
+                   int status)
 {
     run_t run;
     results_t res;
@@ -44,7 +45,7 @@ static int run_one(const benchmark_t *b, const options_t *o, const meta_t *meta,
     run_benchmark(&run, &res);
     if (res.any_fail && status == 0)
         status = EXIT_VALIDATION;
-    if (publish_json(&run, &res) != 0)
+    if (publish_json(&run, &res, docs) != 0)
         status = EXIT_JSON;
     return status;
 }
@@ -55,6 +56,7 @@ int main(int argc, char **argv)
     meta_t meta;
     char error[2048];
     int rank, status = 0, all = 0;
+    documents_t docs = {0};
 
     enum parse_result parsed = parse_options(argc, argv, &o, error, sizeof error);
     if (parsed == PARSE_LIST) /* no MPI: a plain command describes the suite */
@@ -76,7 +78,8 @@ int main(int argc, char **argv)
 
     collect_meta(&meta, MPI_COMM_WORLD, argc, argv);
     for (int i = 0; i < o.ntests; i++)
-        status = run_one(o.tests[i], &o, &meta, status);
+        status = run_one(o.tests[i], &o, &meta, &docs, status);
+    free_documents(&docs);
 
     /* every rank returns the same status */
     MPI_Allreduce(&status, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

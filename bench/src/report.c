@@ -2,6 +2,7 @@
 #include "bench.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifndef MB_BUILD_CC
@@ -331,45 +332,67 @@ static int write_json(const run_t *run, const results_t *res, FILE *f)
             fputc(',', f);
         write_result(f, b->figures, &res->res[i]);
     }
-    fputs("]}\n", f);
+    fputs("]}", f);
     return ferror(f) ? -1 : 0;
 }
 
-/* In suite mode, --json FILE writes one document per test to FILE with the
- * test name inserted before the extension: out.json -> out.latency.json. */
-static void json_path_for(const options_t *o, const benchmark_t *b, char *buf, size_t n)
+/* Rank 0 keeps every finished test's document (docs) and rewrites FILE after each test, so that
+ * FILE always holds the whole launch so far: the document, or in suite mode an array of them,
+ * one document per line (what the parser reads, src/mpistack/parsers/bench_json.py). */
+static int keep_document(const run_t *run, const results_t *res, documents_t *docs)
 {
-    const char *path = o->json_path;
-    const char *slash = strrchr(path, '/');
-    const char *dot = strrchr(path, '.');
-    if (!o->suite)
-        snprintf(buf, n, "%s", path);
-    else if (dot && (!slash || dot > slash) && dot != (slash ? slash + 1 : path))
-        snprintf(buf, n, "%.*s.%s%s", (int)(dot - path), path, b->name, dot);
-    else
-        snprintf(buf, n, "%s.%s.json", path, b->name);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m)
+        return -1;
+    int failed = write_json(run, res, m) != 0;
+    failed |= fclose(m) != 0;
+    const char *sep = docs->count ? ",\n" : "";
+    char *joined = failed ? NULL : realloc(docs->text, docs->len + strlen(sep) + len + 1);
+    if (joined) {
+        docs->text = joined;
+        docs->len += (size_t)sprintf(joined + docs->len, "%s%s", sep, text);
+        docs->count++;
+    }
+    free(text);
+    return joined ? 0 : -1;
 }
 
-/* Rank 0: the document on stdout (--format json) and in its file (--json).
- * Returns 0, or -1 when the file could not be written (reported on stderr). */
-int publish_json(const run_t *run, const results_t *res)
+static int write_documents(const char *path, const documents_t *docs, int suite)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, suite ? "[%s]\n" : "%s\n", docs->text);
+    int failed = ferror(f);
+    return fclose(f) != 0 || failed ? -1 : 0;
+}
+
+/* Rank 0: the document on stdout (--format json, one per line) and in FILE (--json).
+ * Returns 0, or -1 when FILE could not be written (reported on stderr). */
+int publish_json(const run_t *run, const results_t *res, documents_t *docs)
 {
     const options_t *o = run->opts;
-    char path[4096];
     if (run->rank != 0)
         return 0;
     if (o->format_json) {
         write_json(run, res, stdout);
+        fputc('\n', stdout);
         fflush(stdout);
     }
     if (!o->json_path)
         return 0;
-    json_path_for(o, run->bench, path, sizeof path);
-    FILE *f = fopen(path, "w");
-    int failed = !f || write_json(run, res, f) != 0;
-    if (failed)
-        fprintf(stderr, "%s: error: cannot write %s: %s\n", MB_NAME, path, strerror(errno));
-    if (f)
-        fclose(f);
-    return failed ? -1 : 0;
+    errno = 0;
+    if (keep_document(run, res, docs) == 0 && write_documents(o->json_path, docs, o->suite) == 0)
+        return 0;
+    fprintf(stderr, "%s: error: cannot write %s: %s\n", MB_NAME, o->json_path,
+            errno ? strerror(errno) : "out of memory");
+    return -1;
+}
+
+void free_documents(documents_t *docs)
+{
+    free(docs->text);
+    memset(docs, 0, sizeof(*docs));
 }

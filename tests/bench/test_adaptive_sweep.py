@@ -55,23 +55,33 @@ def test_adaptive_mode_stops_from_six_samples(run_bench, schema, tmp_path, test,
         assert st["ci95_high"] <= 1.99 * st["median"] + 1e-9
 
 
-def _doc(path, sizes_medians: dict[int, float]):
-    path.write_text(json.dumps({"results": [
-        {"size": s, "iterations": 20, "stats": {"median": m}} for s, m in sizes_medians.items()]}))
+def _doc(sizes_medians: dict[int, float], test: str = "bw") -> dict:
+    return {"benchmark": test, "results": [
+        {"size": s, "iterations": 20, "stats": {"median": m}} for s, m in sizes_medians.items()]}
+
+
+def _fixed(path, sizes_medians: dict[int, float]):
+    """one OSU-style launch: one document"""
+    path.write_text(json.dumps(_doc(sizes_medians)))
+
+
+def _suite(path, sizes_medians: dict[int, float]):
+    """one suite launch: the array of its documents"""
+    path.write_text(json.dumps([_doc({1: 1.0}, "latency"), _doc(sizes_medians)]))
 
 
 def test_sweep_judges_adaptive_medians_against_the_fixed_count_noise(tmp_path, capsys):
     sweep = load_sweep()
     # fixed-count medians 100 and 110 at size 1 (noise 10%); 100 and 100 at size 2 (none)
-    _doc(tmp_path / "fixed0.bw.json", {1: 100.0, 2: 100.0})
-    _doc(tmp_path / "fixed1.bw.json", {1: 110.0, 2: 100.0})
-    _doc(tmp_path / "adapt0.bw.json", {1: 109.0, 2: 102.0})  # inside the noise; inside the floor
-    _doc(tmp_path / "adapt1.bw.json", {1: 108.0, 2: 103.0})  # size 2: median 102.5 <= 100 + 3%
+    _fixed(tmp_path / "fixed0.bw.json", {1: 100.0, 2: 100.0})
+    _fixed(tmp_path / "fixed1.bw.json", {1: 110.0, 2: 100.0})
+    _suite(tmp_path / "adapt0.json", {1: 109.0, 2: 102.0})  # inside the noise; inside the floor
+    _suite(tmp_path / "adapt1.json", {1: 108.0, 2: 103.0})  # size 2: median 102.5 <= 100 + 3%
     a = argparse.Namespace(rounds=2, tolerance=0.03)
     within, total, worst, noises = sweep.compare_medians(a, ["bw"], tmp_path)
     assert (within, total) == (2, 2), capsys.readouterr().out
     assert [round(n, 2) for n in noises] == [9.52, 0.0]  # (110 - 100) / 105: the spread between launches
-    _doc(tmp_path / "adapt1.bw.json", {1: 108.0, 2: 106.0})  # size 2: median 104 > 103
+    _suite(tmp_path / "adapt1.json", {1: 108.0, 2: 106.0})  # size 2: median 104 > 103
     within, total, worst, _ = sweep.compare_medians(a, ["bw"], tmp_path)
     assert (within, total) == (1, 2)
     assert [(t, s) for _, t, s, _ in worst] == [("bw", 2)]
@@ -102,4 +112,5 @@ def test_sweep_runs_paired_rounds(builds, tmp_path):
     assert "fixed-count launches differ between rounds by" in out
     for r in range(2):  # both arms of both rounds left their documents
         assert (tmp_path / f"fixed{r}.latency.json").is_file()
-        assert (tmp_path / f"adapt{r}.allreduce.json").is_file()
+        suite = json.loads((tmp_path / f"adapt{r}.json").read_text())
+        assert [doc["benchmark"] for doc in suite] == ["latency", "allreduce"]

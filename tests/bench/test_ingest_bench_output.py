@@ -20,6 +20,7 @@ def test_text_and_json_of_one_run_agree(run_bench, tmp_path, mpi):
     text_path = tmp_path / "suite.txt"
     text_path.write_text(result.stdout)
     json_files = sorted(tmp_path.glob("suite*.json"))
+    assert json_files == [json_path]  # one file holds the suite
     from_text = parse_file(text_path)
     from_json = [run for path in json_files for run in parse_file(path)]
     assert sorted(run.benchmark for run in from_text) == sorted(run.benchmark for run in from_json) \

@@ -216,12 +216,14 @@ def test_suite_equals_separate_runs(run_bench, schema, tmp_path, mpi):
     # the text is the concatenation of the blocks, line for line apart from the figures
     assert len(suite.stdout.splitlines()) == sum(
         len(run_bench(mpi, 2, [t] + args).stdout.splitlines()) for t in tests)
-    # one JSON document per test: FILE with the test name inserted
-    for t in tests:
-        doc = json.loads((tmp_path / f"suite.{t}.json").read_text())
+    # FILE holds every test of the suite: an array of documents, one per line
+    docs = json.loads(out.read_text())
+    assert [doc["benchmark"] for doc in docs] == tests
+    assert len(out.read_text().splitlines()) == len(tests)
+    for doc in docs:
         jsonschema.validate(doc, schema)
-        assert doc["benchmark"] == t and doc["options"]["suite"] is True
-    assert not out.exists()
+        assert doc["options"]["suite"] is True
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["suite.json"]
 
 
 # ---------------------------------------------------------------------------
