@@ -41,10 +41,14 @@ def test_lookups_exact_interpolated_and_clamped():
 
 
 def test_a_figure_above_the_in_cache_copy_is_flagged_within_a_tolerance():
-    bound = MACHINE.memcpy_mbs(1048576)
     assert MACHINE.above_memcpy(1048576, 71_000.0)  # the 71 GB/s "faster than native" row
-    assert not MACHINE.above_memcpy(1048576, bound * (1 + MEMCPY_TOLERANCE) * 0.99)
-    assert MACHINE.above_memcpy(1048576, bound * (1 + MEMCPY_TOLERANCE) * 1.01)
+    steady = MachineBounds("h", "", "", figures=(BoundFigure("memcpy-cache", 1024, 100.0, 99.0, 101.0, 3),))
+    assert not steady.above_memcpy(1024, 100.0 * (1 + MEMCPY_TOLERANCE) * 0.99)
+    assert steady.above_memcpy(1024, 100.0 * (1 + MEMCPY_TOLERANCE) * 1.01)
+    assert not steady.above_memcpy(1024, 200.0, copies=2)  # bibw: two cores copy at once
+    # a noisy copy: the fastest launch (1.2x the median here) is the bound
+    bound = MACHINE.memcpy_mbs(1048576)
+    assert not MACHINE.above_memcpy(1048576, bound * 1.19) and MACHINE.above_memcpy(1048576, bound * 1.21)
 
 
 def test_tcp_side_for_latency_and_bandwidth():
