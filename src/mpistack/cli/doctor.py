@@ -244,8 +244,15 @@ def _print(findings, looked_at) -> None:
 def _print_finding(finding, where: str) -> None:
     from rich.text import Text
 
+    import textwrap
+
     style = STYLE[finding.verdict]
-    out.print(Text.assemble((f"{finding.verdict:>7}", style), "  ", finding.title), highlight=False)
+    # a long title goes on under its own indent, not back at the verdict's column
+    first, *rest = textwrap.wrap(finding.title, max(out.width - 9, 20), break_long_words=False,
+                                 break_on_hyphens=False) or [""]
+    out.print(Text.assemble((f"{finding.verdict:>7}", style), "  ", first), highlight=False, soft_wrap=True)
+    if rest:
+        _indented(" ".join(rest))
     if finding.verdict != "ok":
         if where:
             _indented(where, "dim")

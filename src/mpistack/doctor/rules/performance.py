@@ -311,6 +311,9 @@ def _explain(perf: Performance, item) -> tuple[int, str, dict]:
         evidence["switched_off_figure"] = f"{_figure(value, metric)} against {_figure(slow, metric)} at " \
                                           f"{format_size(size)}"
     if better and len(better) * 2 > len(gains):
+        if off is row:
+            return CONFIRMED, (f"this is the baseline with its {mechanism} single copy switched off: that single "
+                               "copy is the slow side"), evidence
         return CONFIRMED, (f"the native baseline's {mechanism} single copy is the slow side: with it switched off "
                            f"({_label(off.key)}) the baseline is faster too"), evidence
     return REFUTED, (f"not the baseline's {mechanism} single copy: switching it off ({_label(off.key)}) did not "
@@ -318,9 +321,9 @@ def _explain(perf: Performance, item) -> tuple[int, str, dict]:
                      "eager limits)"), evidence
 
 
-_TITLES = {CONFIRMED: "the native baseline's single copy is the slow side (confirmed)",
+_TITLES = {CONFIRMED: "the baseline's single copy is slow (confirmed)",
            IN_CACHE: "an in-cache figure (above memcpy)",
-           SUSPECTED: "the native baseline's single copy suspected",
+           SUSPECTED: "the baseline's single copy? (suspected)",
            REFUTED: "not the baseline's single copy (switched off, no faster)",
            UNEXPLAINED: "unexplained"}
 
@@ -344,7 +347,7 @@ def faster_than_native(rule, perf: Performance):
         anomaly = "baseline" if strength in (CONFIRMED, SUSPECTED) else \
             "candidate" if strength == IN_CACHE else "not known"
         yield rule.finding(
-            "warning", f"faster than native at {evidence['faster_at']}: {_TITLES[strength]}",
+            "warning", f"faster at {evidence['faster_at']}: {_TITLES[strength]}",
             f"{_label(item.key)} beats {evidence['against']} in {item.key.benchmark}: {sentence}.",
             "Compare against a baseline tuned like the candidate (e.g. OMPI_MCA_btl_vader_single_copy_mechanism=none "
             "natively), and read the speed-up as the baseline's cost, not the container's merit."
