@@ -28,4 +28,5 @@ def test_the_docs_show_each_mode_and_a_real_example():
     for mode in ("mpistack doctor  ", "--image ", "--run ", "--campaign ", "--stack ", "--json"):
         assert mode in text, mode
     assert "COLUMNS=80 mpistack doctor --campaign tcp-e2e --db ex.db" in text
-    assert "TCP-class latency on one node" in text and "transport (native): ucx tcp/lo,tcp/eth0 (tcp)" in text
+    assert "TCP-class latency on one node" in text and "transport (native): intra-node tcp (UCX tcp/lo,tcp/eth0)" in text
+    assert "\n## The fault matrix" in text  # its score table is appended there

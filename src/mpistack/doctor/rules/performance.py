@@ -49,6 +49,11 @@ def _figure(value: float, metric: str) -> str:
     return f"{value:.2f} us" if metric == "latency" else f"{value:.0f} MB/s"
 
 
+def _machine(bounds) -> str:
+    """Where the bounds were measured, on one line (a library's version string may hold tabs)."""
+    return " ".join(bounds.describe().split())
+
+
 def _slower(perf: Performance, key) -> dict[int | None, SizeComparison]:
     """The sizes where the row is slower than a baseline (confirmed across its sizes), or leaning slower where
     its class is undecided, each with the comparison that says so (the system baseline's first)."""
@@ -95,7 +100,7 @@ def _tcp_class(rule, perf: Performance, metrics: tuple[str, ...]):
         if bounds:
             tcp = (bounds.tcp_latency_us if key.metric == "latency" else bounds.tcp_bandwidth_mbs)(worst.size)
             evidence["tcp_bound"] = _figure(tcp, key.metric) if tcp else "not measured"
-            evidence["bounds_measured_on"] = bounds.describe()
+            evidence["bounds_measured_on"] = _machine(bounds)
         disagree = bool(judged) and not on_tcp
         what = "latency" if key.metric == "latency" else "bandwidth"
         yield rule.finding(
@@ -280,7 +285,7 @@ def _explain(perf: Performance, item) -> tuple[int, str, dict]:
         if cached:
             memcpy = bounds.memcpy_mbs(cached[0], "cache")
             evidence.update(in_cache_at=format_sizes(cached), memcpy_in_cache=_figure(memcpy or 0, metric),
-                            bounds_measured_on=bounds.describe())
+                            bounds_measured_on=_machine(bounds))
             return IN_CACHE, ("the candidate's figures are above one core's in-cache memcpy: the benchmark reused "
                               "buffers that stayed in cache, the candidate side is the anomaly"), evidence
     theirs, mine = perf.transport_of(base), perf.transport_of(row)
