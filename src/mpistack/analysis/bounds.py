@@ -1,8 +1,8 @@
 """Machine bounds: what the machine a campaign ran on can do at all, measured there before its first case.
 
-A figure means something only against what the machine allows (Hoefler & Belli, "Scientific Benchmarking of
-Parallel Computing Systems", SC15, rule 11: "show upper performance bounds to facilitate interpretability of
-the measured results", https://htor.inf.ethz.ch/publications/img/hoefler-scientific-benchmarking.pdf):
+A figure means something only against what the machine allows (T. Hoefler and R. Belli, "Scientific
+Benchmarking of Parallel Computing Systems", SC15, rule 11: "If possible, show upper performance bounds to
+facilitate interpretability of the measured results", https://doi.org/10.1145/2807591.2807644):
 
 * ``memcpy``: one core copying a message, in cache (the same buffers again and again) and from memory (buffers
   larger than the caches). No transport between two ranks of one node moves bytes faster than a copy in
@@ -15,7 +15,8 @@ the measured results", https://htor.inf.ethz.ch/publications/img/hoefler-scienti
   floor.
 
 Units as OSU: bandwidth in MB/s (1e6 bytes per second), latency in microseconds. Every figure is the median
-over a few launches with their minimum and maximum (the machine is noisy; the launch is the unit of evidence).
+over a few launches (each launch's figure the median over its iterations) with the launches' minimum and maximum
+(the machine is noisy; the launch is the unit of evidence).
 
 Pure: no I/O except ``load_bounds``, which reads the store (store/bounds.py); campaign/bounds.py measures and
 stores them, the doctor and the report read them through ``MachineBounds``.
