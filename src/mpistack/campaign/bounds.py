@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from ..images.host_bench import build_host_bench
 from ..launchers.local import HOST_LAUNCHERS
@@ -253,7 +254,12 @@ def measure_for_campaign(campaign: Campaign, campaign_id: int, cases: list[Case]
         task = progress.add_task("machine bounds")
         results = measure_bounds(mpis, campaign_sizes(campaign.benchmark_options), skip,
                                  say=lambda text: progress.update(task, description=escape(text)))
-    write_bounds(database, campaign_id, host, [result.record() for result in results])
+    try:
+        write_bounds(database, campaign_id, host, [result.record() for result in results])
+    except SQLAlchemyError as error:  # bounds are not results: the campaign goes on without them
+        console.print(f"[yellow]machine bounds not stored[/yellow]: {escape(str(error).splitlines()[0])}",
+                      highlight=False)
+        return
     if results:
         failed = [f"{r.kind}{' (' + r.mpi + ')' if r.mpi else ''}: {r.status}" for r in results if r.status != "ok"]
         console.print(f"machine bounds: {len(results) - len(failed)} of {len(results)} measured in "
