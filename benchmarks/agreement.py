@@ -551,6 +551,8 @@ def main() -> None:
     if campaign_ids and not counts and len(campaign_ids) < 2:
         parser.error(f"--campaigns {args.campaigns}: expected at least 2 campaigns to set side by side")
     reading = counts or args.modes is not None or campaign_ids
+    if not reading and not args.campaign.is_file():
+        parser.error(f"{args.campaign}: no such file; expected a campaign file to run, e.g. examples/local.toml")
     if reading and not args.db.exists():
         parser.error(f"{args.db} does not exist: run `make agreement` first, or name a store with --db")
     engine = open_database(str(args.db))

@@ -196,6 +196,7 @@ def test_bad_input_is_a_usage_error_naming_what_was_expected(agreement, store, c
                           (["--replay", "9,12"], "expected at most 8 launches per case"),
                           (["--trials", "0", "--replay", "2"], "expected at least 1 set"),
                           (["--runs", "1"], "expected at least 2 runs"),
+                          (["no-such.toml"], "no-such.toml: no such file; expected a campaign file"),
                           (["--floor", "2", "--campaigns", "1,2"], "expected a fraction")):
         status, _, err = _agreement(agreement, capsys, monkeypatch, path, *args)
         assert status == 2 and message in err, (args, err)
