@@ -253,3 +253,21 @@ def test_between_nodes_the_inter_node_path_decides_and_the_fix_is_the_fabric(tmp
     assert bandwidth.evidence["recorded_path"] == "tcp (btl tcp)" and bandwidth.cause == "tcp-inter"
     assert "cxi" in bandwidth.fix and "shared memory" not in bandwidth.fix
     assert not [f for f in found["transport-evidence"] if f.cell[2] == "container"]  # said once
+
+
+def test_a_candidate_as_fast_as_its_own_build_natively_is_faster_by_its_stack(tmp_path):
+    """The wheel's MPICH in a container beats the system's MPICH at small messages, and so does the wheel run
+    natively: the builds differ, nothing is wrong with either side (ok, exit status 0)."""
+    engine = open_database(str(tmp_path / "r.db"))
+    wheel = (0.21, 0.22, 0.4, 1.2, 6.0, 80.0), (4000.0, 12000.0, 20000.0, 9000.0)
+    campaign = store_runs(
+        engine, *HOST_MPICH,
+        *rows("pip-mpich", "native", *wheel, {"mpi": "mpich", "origin": "venv"}, probed("mpich432-ofi-default.txt")),
+        *rows("pip-mpich", "container", *wheel, MPICH, probed("mpich432-ofi-default.txt")))
+    found = diagnosed(engine, campaign)
+    stack = {f.cell[2]: f for f in found if f.rule == "faster-than-native"}
+    assert set(stack) == {"native", "container"}
+    for finding in stack.values():
+        assert finding.verdict == "ok" and finding.title.endswith("the stack's (its build natively is as fast)")
+        assert finding.evidence["anomaly"] == "none: the builds differ"
+    assert exit_status(found) == 0
