@@ -59,6 +59,9 @@ def test_tcp_side_for_latency_and_bandwidth():
     assert MACHINE.tcp_side("bandwidth", 1048576, 1700.0)
     assert not MACHINE.tcp_side("bandwidth", 1048576, 9000.0)
     assert MACHINE.tcp_side("bi-bandwidth", 1048576, 3000.0)  # TCP's one-way figure counts twice
+    assert MACHINE.tcp_side("bandwidth", 1048576, 3000.0, directions=2)
+    assert not MACHINE.tcp_side("bandwidth", 1048576, 3000.0)
+    assert MACHINE.tcp_side("message_rate", 1048576, 1.0) is None
 
 
 def test_the_margin_narrows_with_the_gap_between_shared_memory_and_tcp():

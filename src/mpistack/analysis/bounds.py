@@ -159,19 +159,23 @@ class MachineBounds:
             return MAX_TCP_MARGIN
         return min(MAX_TCP_MARGIN, math.exp(math.log(tcp / shm) / 4) - 1)
 
-    def tcp_side(self, metric: str, size: int, figure: float) -> bool | None:
-        """Whether `figure` for `metric` ("latency" in us, "bandwidth"/"bi-bandwidth" in MB/s) at `size` bytes is
-        on TCP's side: a latency no better than TCP loopback's less the margin, a bandwidth no better than TCP's
-        plus the margin. None when TCP was not measured for that metric (no claim either way)."""
+    def tcp_side(self, metric: str, size: int, figure: float, directions: int = 1) -> bool | None:
+        """Whether `figure` for `metric` at `size` bytes is on TCP's side: a "latency" (us) no better than TCP
+        loopback's less the margin, a "bandwidth" (MB/s) no better than TCP's plus the margin. `directions`: 2
+        for a bi-directional bandwidth (bibw moves both ways at once: TCP's one-way figure doubled is its
+        counterpart; metric "bi-bandwidth" says the same). None when TCP was not measured for that metric, or
+        for another metric (no claim either way)."""
         margin = self.tcp_margin()
         if metric == "latency":
             tcp = self.tcp_latency_us(size)
             return None if tcp is None else figure >= tcp * (1 - margin)
+        if metric not in ("bandwidth", "bi-bandwidth"):
+            return None
         tcp = self.tcp_bandwidth_mbs(size)
         if tcp is None:
             return None
-        # bi-directional bandwidth moves twice the bytes: TCP's one-way figure doubled is its counterpart
-        return figure <= tcp * (2 if metric == "bi-bandwidth" else 1) * (1 + margin)
+        directions = 2 if metric == "bi-bandwidth" else directions
+        return figure <= tcp * directions * (1 + margin)
 
     # -- words ------------------------------------------------------------------------------------------
 
