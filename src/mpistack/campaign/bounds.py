@@ -93,6 +93,8 @@ def machine() -> dict:
 
 
 class LaunchFailed(RuntimeError):
+    """A launch that timed out or failed; `status` says which (as stored)."""
+
     def __init__(self, status: str, message: str):
         super().__init__(message)
         self.status = status
@@ -112,7 +114,7 @@ def _launch(argv: list[str], timeout: float) -> list[dict]:
             process.communicate()
             raise LaunchFailed("timeout", f"no end after {timeout:g} s (killed)")
         if process.returncode != 0 or not out.exists():
-            tail = " / ".join(line for line in stderr.strip().splitlines()[-3:])
+            tail = " / ".join(stderr.strip().splitlines()[-3:])
             raise LaunchFailed("failed", f"exit status {process.returncode}: {tail}"[:500])
         document = json.loads(out.read_text())
         return document if isinstance(document, list) else [document]
@@ -166,10 +168,6 @@ def _measure(kinds: dict[str, str], mpi: str, argv: list[str], launches: int, ti
     return results
 
 
-def _bench(mpi: str) -> Path:
-    return build_host_bench(mpi)
-
-
 def _failed(kinds: list[str], mpi: str, command: str, message: str) -> list[Measurement]:
     return [Measurement(kind, mpi, command, status="failed", message=message) for kind in kinds]
 
@@ -200,7 +198,7 @@ def measure_bounds(mpis: list[str], sizes: str | None = None, skip: set[tuple[st
             continue
         say(f"bounds: {', '.join(kinds)}" + (f" ({mpi})" if stored_mpi else ""))
         try:
-            bench = _bench(mpi)
+            bench = build_host_bench(mpi)
         except (OSError, subprocess.CalledProcessError) as error:
             detail = getattr(error, "stderr", "") or str(error)
             measurements += _failed(list(kinds), stored_mpi, f"build mpistack-bench with the host's {mpi}",
