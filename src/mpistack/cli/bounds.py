@@ -60,9 +60,14 @@ def doctor_bounds(campaign: str | None, mpi: str | None, as_json: bool, db: str 
         where = f"campaign #{number}, stored"
         if bounds is None:
             host, measurements = _measured_now(families, campaign_sizes(spec.get("benchmark_options") or []))
-            write_bounds(store, number, host, [m.record() for m in measurements])
-            bounds = load_bounds(store, number)
-            where = f"campaign #{number}: none stored, measured now on this host and stored with it"
+            if spec.get("launcher", "local") == "local":
+                write_bounds(store, number, host, [m.record() for m in measurements])
+                bounds = load_bounds(store, number)
+                where = f"campaign #{number}: none stored, measured now on this host and stored with it"
+            else:  # its nodes were the batch system's, not this host
+                bounds = _as_bounds(host, measurements)
+                where = (f"campaign #{number} ran under {spec['launcher']}: none stored; this host's, measured now "
+                         "(not stored: the campaign's nodes were others)")
     if as_json:
         print(json.dumps(bounds_json(bounds), indent=1, default=str))
     else:
