@@ -127,8 +127,8 @@ def confinement_of(run: dict) -> str:
       "Open MPI 4 help-btl-vader.txt [cma-permission-denied] (https://github.com/open-mpi/ompi/blob/v4.1.x/opal/mca/"
       "btl/vader/help-btl-vader.txt); UCX process_vm_readv EPERM in containers (https://github.com/openucx/ucx/issues/"
       "3545); podman-run(1) --cap-add (https://docs.podman.io/en/latest/markdown/podman-run.1.html)",
-      "the single-copy mechanism a one-node run recorded, and its confinement; a container refusing it is a warning "
-      "(what it costs is the comparison's to say: loss-above-eager, faster-than-native)")
+      "the single-copy mechanism a one-node run recorded, and its confinement; none, or an attach the container "
+      "refused, is a warning (what it costs is the comparison's to say: loss-above-eager, faster-than-native)")
 def single_copy(rule, run: dict):
     if (run.get("nodes") or 1) > 1:
         return
@@ -137,15 +137,18 @@ def single_copy(rule, run: dict):
     confinement = confinement_of(run)
     common = {"subject": subject_of(run), "cell": run_cell(run), "single_copy": mechanism or "not recorded",
               "confinement": confinement}
-    if refused:
+    if refused or mechanism == "none":
         yield rule.finding(
-            "warning", f"single-copy: refused, confinement {confinement}",
-            "The container refused cross-process memory attach: large messages between ranks of one node are "
-            "copied twice through shared memory (copy-in/copy-out). That is not always slower (a copy through "
-            "shared memory can beat CMA); the paired comparison says what it cost.",
-            "Grant single-copy rights where the comparison shows a loss above the eager limit: an approach with "
+            "warning", f"single-copy: {'refused' if refused else 'none'} (recorded), confinement {confinement}",
+            "Large messages between ranks of one node are copied twice through shared memory (copy-in/copy-out): "
+            + ("the container refused cross-process memory attach. " if refused else
+               "the MPI library said it had no single-copy mechanism (no CMA, xpmem or knem). ")
+            + "That is not always slower (a copy through shared memory can beat CMA): the paired comparison "
+            "says what it cost.",
+            "Where the comparison shows a loss above the eager limit, grant single-copy rights: an approach with "
             "single_copy = true (--pid host, --cap-add SYS_PTRACE, no seccomp filter), or podman run --cap-add "
-            "SYS_PTRACE.", **common, line=refused[0].line, signature=refused[0].signature.id)
+            "SYS_PTRACE.", **common, **({"line": refused[0].line, "signature": refused[0].signature.id}
+                                        if refused else {}))
     elif mechanism:
         yield rule.finding(
             "ok", f"single-copy: {mechanism} (recorded), confinement {confinement}",
