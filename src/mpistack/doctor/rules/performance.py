@@ -307,6 +307,7 @@ def _single_copy_or_cache(perf: Performance, item) -> tuple[int, str, dict]:
             memcpy = bounds.memcpy_mbs(cached[0], "cache")
             evidence.update(in_cache_at=format_sizes(cached), memcpy_in_cache=_figure(memcpy or 0, metric),
                             bounds_measured_on=_machine(bounds))
+        if len(cached) * 2 > len(sizes):  # at a few sizes alone it explains those, not the row
             return IN_CACHE, ("the candidate's figures are above one core's in-cache memcpy: the benchmark reused "
                               "buffers that stayed in cache, the candidate side is the anomaly"), evidence
     theirs, mine = perf.transport_of(base), perf.transport_of(row)
