@@ -81,8 +81,9 @@ class RankStarter(Protocol):
 
 
 class Launcher(Protocol):
-    def execute(self, plan: LaunchPlan, timeout: float) -> Execution:
-        """Run the plan to its end, or kill it with everything it started after `timeout` seconds."""
+    def execute(self, plan: LaunchPlan, timeout: float, ranks: int | None = None) -> Execution:
+        """Run the plan to its end, or kill it with everything it started after `timeout` seconds. `ranks`
+        (a timed case's processes): wait for a quiet machine first (launchers/machine.py)."""
 
     def interrupt(self) -> None:
         """Stop the running launch now (Ctrl-C); its Execution says interrupted."""
