@@ -3,7 +3,8 @@
 The host's own MPI runs natively; an image runs under the approaches that take an image, and a pip stack
 natively too (its wheel on the host). Every case runs once plain (variant `default`) and once per variant
 that applies to it. Filters in the campaign narrow the matrix; cases that cannot run here are kept with the
-reason (recorded as skipped).
+reason (recorded as skipped). The cases come in run order, in blocks that put each candidate beside its
+baselines (campaign/schedule.py).
 """
 
 from __future__ import annotations
