@@ -278,3 +278,16 @@ def test_a_candidate_as_fast_as_its_own_build_natively_is_faster_by_its_stack(tm
         assert finding.verdict == "ok" and finding.title.endswith("the stack's (its build natively is as fast)")
         assert finding.evidence["anomaly"] == "none: the builds differ"
     assert exit_status(found) == 0
+
+
+def test_a_variant_of_the_baseline_that_keeps_its_single_copy_is_no_confirmation(tmp_path):
+    """A native variant of the baseline's stack that is faster but recorded the same single copy (an A/A control
+    the noise favoured, another setting) is not the switch-off experiment: suspected, not confirmed."""
+    engine = open_database(str(tmp_path / "r.db"))
+    campaign = store_runs(engine, *HOST_OPENMPI, *rows(
+        "host-openmpi", "native", (0.7, 0.7, 0.8, 0.52, 2.4, 23.5), (4000.0, 18000.0, 60000.0, 19000.0),
+        {"mpi": "openmpi", "origin": "host"}, probed("openmpi414-native.txt"), variant="other",
+        mpi_library_version="Open MPI v4.1.4"))
+    finding = faster(engine, campaign)[("host-openmpi", "native", "other")]
+    assert finding.title.endswith("the baseline's single copy? (suspected)")
+    assert "switched_off" not in finding.evidence

@@ -254,15 +254,18 @@ def stack_effect(rule, perf: Performance):
 CONFIRMED, IN_CACHE, STACK, SUSPECTED, REFUTED, UNEXPLAINED = range(6)
 
 
+def _switches_off(perf: Performance, row, baseline) -> bool:
+    """Whether the row is the baseline's own stack, natively, in a variant that switched its single copy off
+    (recorded as single_copy none, or named for it), at the same benchmark, placement and buffers."""
+    other = row.key
+    return other.with_(variant=baseline.variant) == baseline and other.variant != baseline.variant and \
+        bool(row.launches) and (perf.transport_of(row).get("single_copy") == "none"
+                                or other.variant == NO_SINGLE_COPY_VARIANT)
+
+
 def _switched_off(perf: Performance, baseline) -> object | None:
-    """The row of the baseline's own stack, natively, in a variant that switched its single copy off (recorded
-    as single_copy none, or named for it), at the same benchmark, placement and buffers."""
-    for row in perf.rows.values():
-        other = row.key
-        if other.with_(variant=baseline.variant) == baseline and other.variant != baseline.variant and row.launches \
-                and (perf.transport_of(row).get("single_copy") == "none" or other.variant == NO_SINGLE_COPY_VARIANT):
-            return row
-    return None
+    """The row that switched the baseline's single copy off (``_switches_off``), if the campaign ran one."""
+    return next((row for row in perf.rows.values() if _switches_off(perf, row, baseline)), None)
 
 
 def _faster_sizes(item) -> list[int]:
@@ -322,7 +325,7 @@ def _single_copy_or_cache(perf: Performance, item) -> tuple[int, str, dict]:
                              "binding and the eager limits of both"), evidence
     # the candidate may be the switch-off variant itself; a candidate that recorded the same mechanism may not have
     # used it: a probe of small messages never reaches the single copy, so a refusal at attach time goes unseen
-    off = row if row.key.approach == "native" and row.key.stack == base.key.stack else _switched_off(perf, base.key)
+    off = row if _switches_off(perf, row, base.key) else _switched_off(perf, base.key)
     if off is None:
         return SUSPECTED, (f"suspected, not confirmed: the baseline copies messages of {format_size(above[0])} and "
                            f"more once with {mechanism}, the candidate does not; a variant of the baseline with its "
