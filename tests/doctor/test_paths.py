@@ -290,4 +290,4 @@ def test_a_variant_of_the_baseline_that_keeps_its_single_copy_is_no_confirmation
         mpi_library_version="Open MPI v4.1.4"))
     finding = faster(engine, campaign)[("host-openmpi", "native", "other")]
     assert finding.title.endswith("the baseline's single copy? (suspected)")
-    assert "switched_off" not in finding.evidence
+    assert "switched_off" not in finding.evidence and "the candidate recorded it too" in finding.meaning

@@ -327,9 +327,11 @@ def _single_copy_or_cache(perf: Performance, item) -> tuple[int, str, dict]:
     # used it: a probe of small messages never reaches the single copy, so a refusal at attach time goes unseen
     off = row if _switches_off(perf, row, base.key) else _switched_off(perf, base.key)
     if off is None:
+        candidate = ("the candidate recorded it too (a probe of small messages does not see an attach refused "
+                     "later)" if mine.get("single_copy") == mechanism else "the candidate does not")
         return SUSPECTED, (f"suspected, not confirmed: the baseline copies messages of {format_size(above[0])} and "
-                           f"more once with {mechanism}, the candidate does not; a variant of the baseline with its "
-                           "single copy off would confirm it"), evidence
+                           f"more once with {mechanism}, {candidate}; a variant of the baseline with its single copy "
+                           "off would confirm it"), evidence
     gains = [(size, Performance.median_at(off, size), by_size[size].median_baseline) for size in above
              if Performance.median_at(off, size) is not None]
     floor = perf.settings.floor.relative
