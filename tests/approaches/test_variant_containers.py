@@ -14,13 +14,17 @@ from mpistack.spec.campaign import CampaignError, load_campaign_text
 
 CAMPAIGN = """
 name = "options"
-approaches = ["container", "hybrid"]
+approaches = [{ name = "container", single_copy = true }, "hybrid"]
 benchmarks = ["latency"]
 [[stack]]
 name = "pip-mpich"
 [[variant]]
 name = "small-shm"
 shm_size = "4m"
+approaches = ["container"]
+[[variant]]
+name = "confined"
+single_copy = false
 approaches = ["container"]
 [[variant]]
 name = "private-ipc"
@@ -44,9 +48,22 @@ def flags():
     return of
 
 
+SINGLE_COPY = "--pid host --cap-add SYS_PTRACE --security-opt seccomp=unconfined"
+
+
 def test_shm_size_reaches_only_its_variant(flags):
-    assert flags("container", "small-shm") == ("default", "--shm-size 4m")
-    assert flags("container", "default") == ("default", "--shm-size 1g")
+    assert flags("container", "small-shm") == ("single-copy", f"--shm-size 4m {SINGLE_COPY}")
+    assert flags("container", "default") == ("single-copy", f"--shm-size 1g {SINGLE_COPY}")
+
+
+def test_a_variant_takes_the_approachs_single_copy_rights_away():
+    campaign = load_campaign_text(CAMPAIGN, "options.toml")
+    case = next(case for case in expand(campaign) if case.variant_name == "confined")
+    assert not case.single_copy and case.key.startswith("pip-mpich/container/v:confined/")
+
+
+def test_confined_is_podmans_default(flags):
+    assert flags("container", "confined") == ("default", "--shm-size 1g")
 
 
 def test_per_rank_containers_without_the_hosts_ipc(flags):

@@ -130,7 +130,7 @@ def container(case: Case, resources: Resources, label: str, env: dict[str, str],
               preserve_fds: int = 0) -> ContainerRun:
     """One container of a case, with the campaign's work directory mounted at the same path. Ranks in
     one container per rank share the host's IPC namespace (shared-memory transport) and process ids, unless the
-    case's variant says otherwise (its shm_size and share_ipc: how a fault campaign takes them away)."""
+    case's variant says otherwise (its shm_size, share_ipc and single_copy: how a fault campaign takes them away)."""
     workdir = str(resources.workdir)
     variant = case.variant
     share_ipc = per_rank if variant is None or variant.share_ipc is None else variant.share_ipc
@@ -138,7 +138,7 @@ def container(case: Case, resources: Resources, label: str, env: dict[str, str],
     return ContainerRun(image=resources.images[case.stack.name], argv=list(argv), env=env, label=label,
                         mounts=[f"{workdir}:{workdir}", *mounts], share_ipc=share_ipc, share_pid=per_rank,
                         **shm_size,
-                        single_copy=case.approach.single_copy, passthrough=list(passthrough),
+                        single_copy=case.single_copy, passthrough=list(passthrough),
                         preserve_fds=preserve_fds)
 
 

@@ -120,10 +120,12 @@ class VariantEntry(_Model):
     #: an A/A control: a harmless setting on the system MPI, compared with the system MPI itself, so that the
     #: answer can state how often this machine tells two identical configurations apart
     control: bool = False
-    #: container options of its cases: a private /dev/shm of this size (podman's --shm-size), and whether ranks
-    #: in a container each share the host's IPC namespace (None: the approach's choice)
+    #: container options of its cases: a private /dev/shm of this size (podman's --shm-size), whether ranks in a
+    #: container each share the host's IPC namespace, whether they may attach each other's memory (as an
+    #: approach's single_copy); None: the approach's choice
     shm_size: Annotated[str, Field(pattern=r"^[0-9]+[bkmg]?$")] | None = None
     share_ipc: bool | None = None
+    single_copy: bool | None = None
     #: the cause this variant injects, as the doctor's finding id (or the ids that name it), or "none" for a
     #: control: `mpistack doctor --campaign NAME --score` checks the doctor against it (docs/doctor.md)
     expect: FindingIds | None = None

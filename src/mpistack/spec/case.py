@@ -95,9 +95,15 @@ class Case:
         return "image" if APPROACHES.get(self.approach.name).image else self.stack.native_form
 
     @property
+    def single_copy(self) -> bool:
+        """Whether its containers may attach each other's memory: the variant's say, else the approach's."""
+        chosen = None if self.variant is None else self.variant.single_copy
+        return self.approach.single_copy if chosen is None else chosen
+
+    @property
     def approach_label(self) -> str:
         """The approach as compared: single-copy confinement is a variant of its own."""
-        return self.approach.name + ("+single-copy" if self.approach.single_copy else "")
+        return self.approach.name + ("+single-copy" if self.single_copy else "")
 
     @cached_property
     def key(self) -> str:
