@@ -28,6 +28,8 @@ def test_a_finding_answers_to_its_signature_and_its_rule():
     assert finding_ids(finding("run-signatures", "problem", "bus-error")) == ("bus-error", "run-signatures")
     assert finding_ids(finding("single-copy", "problem", signature="ucx-cma-eperm")) == ("ucx-cma-eperm", "single-copy")
     assert finding_ids(finding("tcp-class-latency", "problem")) == ("tcp-class-latency",)
+    blamed = Finding("tcp-class-latency", "problem", "t", "m", "f", "s", {}, "run 1", CELL, cause="tcp-intra")
+    assert finding_ids(blamed) == ("tcp-intra", "tcp-class-latency")
     assert expected_ids("none") == () and expected_ids(None) == () and expected_ids(["a", "b"]) == ("a", "b")
 
 
@@ -38,6 +40,10 @@ def test_a_cause_found_in_many_runs_counts_once_and_ok_findings_not_at_all():
         finding("single-copy", "ok")])
     assert item.found == {"transport-evidence": "warning", "tcp-class-latency": "problem"}
     assert item.right == ["transport-evidence"] and item.outcome == "found"
+    # two rules blaming one cause are one finding, right by the cause's id
+    blamed = [Finding(rule, "problem", "t", "m", "f", "s", {}, "run 1", CELL, cause="tcp-intra")
+              for rule in ("tcp-class-latency", "tcp-class-bandwidth")]
+    assert configuration(CELL, ("tcp-intra",), blamed).found == {"tcp-intra": "problem"}
     # a signature's finding is right when the variant names its rule
     assert configuration(CELL, ("single-copy",), [finding("single-copy", "problem", signature="ucx-cma-eperm")]).detected
 

@@ -26,10 +26,11 @@ MIN_PRECISION = 0.95
 
 
 def finding_ids(finding: Finding) -> tuple[str, ...]:
-    """The ids a finding answers to, its own first: a known message's (the signature bank's, which the rule
-    run-signatures gives as the title), then the rule's."""
+    """The ids a finding answers to, the one it is counted by first: the cause it blames where two rules can
+    blame it ("tcp-intra"), else a known message's (the signature bank's, which the rule run-signatures gives as
+    the title), else its rule's; then the rule's and the signature's."""
     signature = finding.evidence.get("signature")
-    own = finding.title if finding.rule == "run-signatures" else signature or finding.rule
+    own = finding.cause or (finding.title if finding.rule == "run-signatures" else signature or finding.rule)
     return tuple(dict.fromkeys([own, finding.rule, *([signature] if signature else [])]))
 
 
