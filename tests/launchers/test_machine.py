@@ -54,20 +54,20 @@ class Clock:
 
 def test_the_settle_gate_passes_a_quiet_machine_at_once(tmp_path):
     clock = Clock()
-    settled = machine.settle(2, path=stat(tmp_path, running=3), clock=clock, sleep=clock.sleep)
-    assert settled == machine.Settled(0.0, False)  # 2 ranks and the reader
-    assert settled.facts() == {"settle_ms": "0", "settle_gave_up": "no"}
+    quiet = machine.wait_until_quiet(2, path=stat(tmp_path, running=3), clock=clock, sleep=clock.sleep)
+    assert quiet == machine.Quiet(0.0, False)  # 2 ranks and the reader
+    assert quiet.facts() == {"settle_ms": "0", "settle_gave_up": "no"}
 
 
 def test_the_settle_gate_waits_for_the_previous_launch_and_gives_up_on_a_busy_machine(tmp_path):
     clock = Clock()
     left = iter([True, True, False])  # the previous launch's processes, for two more polls
 
-    settled = machine.settle(2, clear=lambda: not next(left), path=stat(tmp_path, running=1), clock=clock,
-                             sleep=clock.sleep)
-    assert not settled.gave_up and round(settled.waited, 3) == 0.1
+    quiet = machine.wait_until_quiet(2, clear=lambda: not next(left), path=stat(tmp_path, running=1),
+                                     clock=clock, sleep=clock.sleep)
+    assert not quiet.gave_up and round(quiet.waited, 3) == 0.1
     clock = Clock()
-    busy = machine.settle(2, path=stat(tmp_path, running=4), clock=clock, sleep=clock.sleep)
+    busy = machine.wait_until_quiet(2, path=stat(tmp_path, running=4), clock=clock, sleep=clock.sleep)
     assert busy.gave_up and 2.0 <= busy.waited < 2.1
     assert busy.facts()["settle_gave_up"] == "yes"
 
@@ -75,10 +75,10 @@ def test_the_settle_gate_waits_for_the_previous_launch_and_gives_up_on_a_busy_ma
 def test_a_launch_records_the_machine_around_it():
     launcher = LocalLauncher()
     plan = LaunchPlan(argv=["sh", "-c", "true"], env={}, output=None)
-    unsettled = launcher.execute(plan, timeout=10)
-    assert {"runnable_before", "runnable_after", "steal_ticks", "steal_share"} <= set(unsettled.facts)
-    assert "settle_ms" not in unsettled.facts  # no ranks given: no gate
-    settled = launcher.execute(plan, timeout=10, ranks=2)
-    assert 0 <= int(settled.facts["settle_ms"]) <= machine.SETTLE_LIMIT_SECONDS * 1000 + 500
-    assert settled.facts["settle_gave_up"] in ("yes", "no")
-    assert 0 <= float(settled.facts["steal_share"]) <= 1
+    ungated = launcher.execute(plan, timeout=10)
+    assert {"runnable_before", "runnable_after", "steal_ticks", "steal_share"} <= set(ungated.facts)
+    assert "settle_ms" not in ungated.facts  # no ranks given: no gate
+    quiet = launcher.execute(plan, timeout=10, ranks=2)
+    assert 0 <= int(quiet.facts["settle_ms"]) <= machine.SETTLE_LIMIT_SECONDS * 1000 + 500
+    assert quiet.facts["settle_gave_up"] in ("yes", "no")
+    assert 0 <= float(quiet.facts["steal_share"]) <= 1

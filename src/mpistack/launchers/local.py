@@ -74,10 +74,10 @@ class LocalLauncher:
         """Run the plan under `timeout`. `ranks`: the processes the launch starts; given, a settle gate first
         waits (at most machine.SETTLE_LIMIT_SECONDS) for the previous launch's processes to be gone and the
         machine to be quiet. The machine's state around the launch is among the Execution's facts."""
-        settled = None
+        quiet = None
         if ranks is not None:
             previous = self._previous
-            settled = machine.settle(ranks, clear=lambda: previous is None or not previous.members())
+            quiet = machine.wait_until_quiet(ranks, clear=lambda: previous is None or not previous.members())
         job = Job.create("case", cgroups=self.cgroups)
         env = {**os.environ, **plan.env}
         marker = self._mark(plan, job)  # before the start: a kill in between still names the job and label
@@ -115,8 +115,8 @@ class LocalLauncher:
         facts = {"containment": job.mechanism, **machine.facts(before, after)}
         if job.mechanism != "cgroup":
             facts["containment_note"] = job.note
-        if settled is not None:
-            facts.update(settled.facts())
+        if quiet is not None:
+            facts.update(quiet.facts())
         return Execution(exit_code=process.returncode if ended_by_itself else None, timed_out=timed_out,
                          interrupted=self._interrupted, started=started, finished=datetime.now(timezone.utc),
                          environment=recorded_environment(env), facts=facts, **captured_outputs(outputs))

@@ -67,8 +67,8 @@ def facts(before: Sample | None, after: Sample | None) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class Settled:
-    """How the settle gate ended."""
+class Quiet:
+    """How the settle gate ended: the wait for a quiet machine before a launch."""
 
     waited: float  # seconds
     gave_up: bool  # the limit passed with the machine still busy; the launch went ahead
@@ -77,16 +77,17 @@ class Settled:
         return {"settle_ms": str(round(self.waited * 1000)), "settle_gave_up": "yes" if self.gave_up else "no"}
 
 
-def settle(ranks: int, clear: Callable[[], bool] = lambda: True, path: Path = PROC_STAT,
-           poll: float = SETTLE_POLL_SECONDS, limit: float = SETTLE_LIMIT_SECONDS,
-           clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> Settled:
+def wait_until_quiet(ranks: int, clear: Callable[[], bool] = lambda: True, path: Path = PROC_STAT,
+                     poll: float = SETTLE_POLL_SECONDS, limit: float = SETTLE_LIMIT_SECONDS,
+                     clock: Callable[[], float] = time.monotonic,
+                     sleep: Callable[[float], None] = time.sleep) -> Quiet:
     """Wait until `clear()` (the previous launch's processes are gone) and at most `ranks` + 1 processes are
     runnable (the reader is one), polling every `poll` seconds for at most `limit` seconds."""
     start = clock()
     while True:
         now = sample(path)
         if clear() and (now is None or now.runnable <= ranks + 1):
-            return Settled(clock() - start, False)
+            return Quiet(clock() - start, False)
         if clock() - start >= limit:
-            return Settled(clock() - start, True)
+            return Quiet(clock() - start, True)
         sleep(poll)
