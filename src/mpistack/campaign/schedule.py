@@ -44,7 +44,7 @@ class ScheduledCase(Case):
     """A case at its place in the run order."""
 
     launch: int = 1  # the case's launch within its round: 2 and on are a baseline's extra launches
-    block: int = 0  # the block within its round and comparison group (0: none)
+    block: int = 0  # the block within its round and comparison group, from 1
     position: int = 0  # 1-based index in the campaign's run order
 
     @cached_property
