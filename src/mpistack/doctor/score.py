@@ -196,19 +196,22 @@ def score_table(score: Score):
     from rich.text import Text
 
     table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
-    table.add_column("configuration", ratio=3, overflow="fold")
-    table.add_column("expected", ratio=2, overflow="fold")
-    table.add_column("found (+ right)", ratio=3, overflow="fold")
+    table.add_column("configuration", ratio=5, overflow="fold")
+    table.add_column("expected", ratio=4, overflow="fold")
+    table.add_column("found (+ right)", ratio=4, overflow="fold")
     table.add_column("outcome", no_wrap=True)
     for item in sorted(score.configurations, key=lambda c: (c.control, c.cell[1:])):
         _, stack, approach, variant = item.cell
-        where = f"{stack} {approach}" + ("" if variant == DEFAULT_VARIANT else f"+{variant}")
+        where = f"{stack} {approach}" + ("" if variant == DEFAULT_VARIANT else f"\n+{variant}")
         found = Text()
         for index, finding_id in enumerate(item.found):
             right = item.is_right(finding_id)
             found.append(("" if index == 0 else " ") + ("+" if right else "") + finding_id,
                          style="green" if right else ("bold red" if item.found[finding_id] == "problem" else "yellow"))
-        table.add_row(where + (" (refused)" if item.refused else ""), " ".join(item.expected) or NO_CAUSE,
+        expected = item.expected[0] if item.expected else NO_CAUSE
+        if len(item.expected) > 1:  # the cause's own id first; the campaign file lists the others
+            expected += f" or {len(item.expected) - 1} more"
+        table.add_row(where + (" (refused)" if item.refused else ""), expected,
                       found if item.found else Text("-", style="dim"),
                       Text(item.outcome, style=OUTCOME_STYLE[item.outcome]))
     return table
