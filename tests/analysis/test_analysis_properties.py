@@ -56,7 +56,7 @@ def test_verdicts_follow_the_one_interval_rule(candidate, baseline, higher_is_be
 
 
 @PROPERTY
-@given(st.lists(st.floats(-0.5, 0.5), min_size=6, max_size=24), st.floats(0.5, 2.0), st.booleans())
+@given(st.lists(st.floats(-0.5, 0.5), min_size=10, max_size=24), st.floats(0.5, 2.0), st.booleans())
 def test_paired_interval_holds_its_estimate_and_follows_the_rule(log_ratios, base, higher_is_better):
     baseline = [base * (1 + 0.01 * i) for i in range(len(log_ratios))]
     factor = [math.exp(d if higher_is_better else -d) for d in log_ratios]

@@ -147,11 +147,11 @@ def test_a_paired_campaign_read_from_the_store(tmp_path):
 
 
 def test_a_paired_size_reports_its_pairs():
-    base = [1.0, 1.5, 1.0, 2.0, 1.0, 1.1, 1.0, 1.6]
+    base = [1.0, 1.5, 1.0, 2.0, 1.0, 1.1, 1.0, 1.6, 1.2, 1.0]
     candidate = [b * 1.01 for b in base]
     result = compare_size(candidate, base, higher_is_better=False, paired=(candidate, base))
-    assert result.paired and result.n_pairs == 8 and result.verdict is Verdict.AT_SPEED
-    assert result.reason.startswith("0.99× (paired over 8 rounds:")
+    assert result.paired and result.n_pairs == 10 and result.verdict is Verdict.AT_SPEED
+    assert result.reason.startswith("0.99× (paired over 10 rounds:")
 
 
 def _control_rows(rounds: int, seed: int, spread: float) -> dict:
@@ -204,3 +204,17 @@ def test_each_sides_slow_launch_share_is_reported():
     result = _answer(baseline, candidate)
     assert result.slow_launches[0] == candidate.slow_launch_share()
     assert result.to_dict()["slow_launches"]["baseline"] == baseline.slow_launch_share()
+
+
+def test_one_wild_pair_cannot_stretch_a_paired_interval_and_fewer_pairs_stay_unpaired():
+    """A 20x loss, with one pair whose baseline launch hit a slow mode its partner missed."""
+    from mpistack.analysis.statistics import MIN_PAIRS
+
+    for n in (MIN_PAIRS, 16):
+        base = [1.0 + 0.01 * i for i in range(n)]
+        candidate = [20.0 * b for b in base]
+        base[0] *= 30  # the wild pair
+        result = compare_size(candidate, base, higher_is_better=False, paired=(candidate, base))
+        assert result.paired and result.verdict is Verdict.SLOWER and result.ci_high < 0.06, result.reason
+    few = compare_size(candidate[:6], base[:6], higher_is_better=False, paired=(candidate[:6], base[:6]))
+    assert not few.paired and few.verdict is Verdict.SLOWER, few.reason

@@ -27,6 +27,7 @@ from .classes import (
 from .statistics import (
     DEFAULT_FLOOR,
     MIN_LAUNCHES,
+    MIN_PAIRS,
     N_RESAMPLES,
     PracticalFloor,
     SizeComparison,
@@ -44,6 +45,7 @@ __all__ = [
     "DEFAULT_FLOOR",
     "LABELS",
     "MIN_LAUNCHES",
+    "MIN_PAIRS",
     "N_RESAMPLES",
     "STABLE",
     "PracticalFloor",

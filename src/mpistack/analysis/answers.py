@@ -22,7 +22,7 @@ from ..spec.campaign import AnalysisEntry
 from .classes import RowClass, SizeRanges, classify, failed_class, format_sizes, untested_class
 from .bulk import collector_paused
 from .evidence import Row, RowKey, pair_launches
-from .statistics import DEFAULT_FLOOR, MIN_LAUNCHES, PracticalFloor, SizeComparison, compare_many
+from .statistics import DEFAULT_FLOOR, MIN_PAIRS, PracticalFloor, SizeComparison, compare_many
 
 SYSTEM = "system"
 SAME_STACK = "same-stack"
@@ -211,7 +211,7 @@ def _geometric_means(by_launch: dict[int, dict], sizes: list) -> dict[int, float
 
 def _entries(row: Row, baseline: Row, ranges: SizeRanges) -> tuple[dict, dict]:
     """The comparison entries (``compare_many``'s) of a pair of rows: per common size, and per size regime; each
-    with the figures of the launches paired within their rounds when at least ``MIN_LAUNCHES`` pair up."""
+    with the figures of the launches paired within their rounds when at least ``MIN_PAIRS`` pair up."""
     common = [size for size in row.figures if size in baseline.figures]
     partners = pair_launches(row, baseline) if row.schedule and baseline.schedule else {}
     mine, theirs = (_launch_figures(row), _launch_figures(baseline)) if partners or len(common) > 1 else ({}, {})
@@ -219,7 +219,7 @@ def _entries(row: Row, baseline: Row, ranges: SizeRanges) -> tuple[dict, dict]:
     def paired(candidate: dict[int, float], base: dict[int, float]):
         pairs = [(value, base[partners[run]]) for run, value in candidate.items()
                  if run in partners and partners[run] in base]
-        return (tuple(c for c, _ in pairs), tuple(b for _, b in pairs)) if len(pairs) >= MIN_LAUNCHES else None
+        return (tuple(c for c, _ in pairs), tuple(b for _, b in pairs)) if len(pairs) >= MIN_PAIRS else None
 
     sizes = {}
     for size in common:

@@ -43,6 +43,7 @@ from scipy import stats
 __all__ = [
     "DEFAULT_FLOOR",
     "MIN_LAUNCHES",
+    "MIN_PAIRS",
     "N_RESAMPLES",
     "PracticalFloor",
     "SizeComparison",
@@ -60,6 +61,12 @@ __all__ = [
 #: (SC15, section 4.2.2) state that more than 5 measurements are needed to assess a confidence interval
 #: nonparametrically; the exact binomial 95% interval of a median exists from 6 values on.
 MIN_LAUNCHES = 6
+
+#: Pairs needed before a comparison is paired: from 10 pairs on, the exact 90 % signed-rank interval excludes
+#: more Walsh averages at each end (k = 11 of 55) than one pair can make (10), so a single wild pair (a launch
+#: that hit a slow mode its partner missed) cannot stretch the interval; with 6 pairs (k = 2) it can. Fewer
+#: pairs are compared unpaired, on the medians of each side.
+MIN_PAIRS = 10
 
 #: Bootstrap resamples per comparison: the Monte Carlo error of a 2.5% percentile from 2000 resamples is well below
 #: the width of the intervals seen at 6 to 20 launches.
@@ -337,7 +344,7 @@ def compare_size(
     ``candidate`` and ``baseline`` hold one figure per launch (positive and finite). ``higher_is_better`` is True
     for bandwidths and rates, False for times (latencies, in microseconds when ``floor.absolute_us`` is used).
     ``paired``: the figures of the launches that ran in one block, as (candidate, baseline) sequences aligned
-    pair by pair; with at least ``min_launches`` pairs the interval is the paired one.
+    pair by pair; with at least ``MIN_PAIRS`` (and ``min_launches``) pairs the interval is the paired one.
 
     Verdicts, with ``band = floor.band(median_baseline)`` (normally ``[1 - floor.relative, 1 + floor.relative]``)
     and the interval at ``confidence`` (by default ``1 - 2 alpha``: 90 %), with at least ``min_launches`` launches per side
@@ -409,7 +416,7 @@ def compare_many(
     by_pairs: dict[int, list] = {}
     for key, entry in pairs.items():
         aligned = entry[3] if len(entry) > 3 else None
-        if aligned is not None and len(aligned[0]) >= min_launches and not descriptive:
+        if aligned is not None and len(aligned[0]) >= max(min_launches, MIN_PAIRS) and not descriptive:
             by_pairs.setdefault(len(aligned[0]), []).append(key)
         else:
             unpaired.setdefault((len(entry[0]), len(entry[1])), []).append(key)
