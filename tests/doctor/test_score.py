@@ -153,3 +153,20 @@ def test_the_command_prints_the_matrix_at_80_columns_and_fails_below_the_targets
     usage = subprocess.run([*MPISTACK, "--db", db, "doctor", "--campaign", str(plain), "--score"],
                            capture_output=True, text=True, env=plain_environment(), timeout=120)
     assert usage.returncode == 2 and "declares no expected causes" in usage.stderr
+
+
+def test_the_fault_campaign_injects_at_least_ten_causes_beside_untouched_controls():
+    from pathlib import Path
+
+    from mpistack.campaign.matrix import expand
+
+    campaign = load_campaign_text((Path(__file__).parents[2] / "examples" / "faults.toml").read_text(), "faults.toml")
+    assert all(variant.expect is not None for variant in campaign.variants)  # every variant is scored
+    configurations = {(case.stack.name, case.approach.name, case.variant_name): case for case in expand(campaign)}
+    injected = [key for key in configurations if key[2] != "default"]
+    causes = {expected_ids(variant.expect)[0] for variant in campaign.variants}
+    assert len(injected) >= 10 and len(causes) >= 8, (injected, causes)
+    controls = [key for key in configurations if key[2] == "default"]
+    assert len(controls) >= 5 and all(not configurations[key].skip for key in controls)
+    # no case is skipped by the matrix (a benchmark that cannot run on its ranks): refusals are the approaches'
+    assert not [key for key, case in configurations.items() if case.skip]
