@@ -170,5 +170,6 @@ def test_containers_under_default_confinement_and_with_single_copy_rights_report
         ("ok", "single-copy: cma (recorded), confinement single-copy")]
     text = subprocess.run([*MPISTACK, "doctor", "--campaign", "doctor-single-copy", "--db", str(db)],
                           capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "80"}).stdout
-    assert "transport (host-ipc-pid): ucx sysv/memory,cma/memory (shm) single-copy cma" in text
-    assert "transport (single-copy): ucx sysv/memory,cma/memory (shm) single-copy cma" in text
+    flat = " ".join(text.split())
+    assert "transport (host-ipc-pid): intra-node shm (UCX sysv/memory,cma/memory), single-copy cma" in flat
+    assert "transport (single-copy): intra-node shm (UCX sysv/memory,cma/memory), single-copy cma" in flat

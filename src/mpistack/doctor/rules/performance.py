@@ -12,9 +12,9 @@ without bounds, blame nothing.
 from __future__ import annotations
 
 from ...analysis.answers import SAME_STACK, SYSTEM
-from ...analysis.classes import format_size, format_sizes
+from ...analysis.classes import REGIME_TEXT, format_size, format_sizes
 from ...analysis.matrix import Column
-from ...analysis.statistics import SizeComparison
+from ...analysis.statistics import SizeComparison, Verdict
 from ...parsers.transport import TCP, path_of
 from ..evidence import Performance
 from ..model import rule
@@ -198,15 +198,30 @@ def _eager_limit(transport: dict) -> int | None:
     return int(value) if value.isdigit() else None
 
 
+def _stack_explains(item, same: dict) -> set[str]:
+    """The slower regimes of a row against the system MPI that its same build, run natively, shows as well: the
+    container there is at the speed of its own stack (its same-stack answer decides that regime at speed or
+    faster), so the loss is the stack's. Empty where there is no same-stack answer."""
+    own = same.get(item.key)
+    if item.baseline != SYSTEM or own is None:
+        return set()
+    return {slow.regime for slow in item.row_class.slow
+            if slow.regime in own.row_class.regimes
+            and own.row_class.regimes[slow.regime].verdict in (Verdict.AT_SPEED, Verdict.FASTER)}
+
+
 @rule("loss-above-eager", "performance",
       "Open MPI FAQ 'shared memory' single-copy (https://docs.open-mpi.org/en/v5.0.x/tuning-apps/networking/shared-memory.html); "
       "UCX protocol selection (UCX_PROTO_INFO=y): rendezvous zero-copy via cma above the eager switch",
       "a container loss only at sizes above the eager/rendezvous switch: single-copy missing")
 def loss_above_eager(rule, perf: Performance):
+    same = {item.key: item for item in perf.answers if item.baseline == SAME_STACK}
     for item in perf.answers:
         key = item.key
         if key.approach == "native" or item.label != "(Y)" or not item.row_class.slow:
             continue
+        if item.baseline == SYSTEM and key in same and same[key].label != "(Y)":
+            continue  # against its own build natively it is not slower (stack-effect), or not known: no claim
         row = perf.rows.get(key)
         transport = perf.transport_of(row) if row else {}
         eager = _eager_limit(transport) or perf.settings.ranges.small_below
@@ -227,25 +242,29 @@ def loss_above_eager(rule, perf: Performance):
 
 @rule("stack-effect", "performance",
       "the two baselines of mpistack's analysis (docs/analysis.md: the system MPI and the same stack natively)",
-      "a small-message loss against the system MPI that the same stack shows natively: the stack, not the container")
+      "a loss against the system MPI that the same stack shows natively: the stack, not the container")
 def stack_effect(rule, perf: Performance):
     same = {item.key: item for item in perf.answers if item.baseline == SAME_STACK}
     for item in perf.answers:
         key = item.key
         if item.baseline != SYSTEM or key.approach == "native" or item.label != "(Y)":
             continue
-        small = [slow for slow in item.row_class.slow if slow.regime == "small"]
-        own = same.get(key)
-        if not small or own is None or any(slow.regime == "small" for slow in own.row_class.slow):
+        explained = _stack_explains(item, same)
+        if not explained:
             continue
+        own = same[key]
+        regimes = [slow for slow in item.row_class.slow if slow.regime in explained]
+        names = list(dict.fromkeys(REGIME_TEXT[slow.regime].removesuffix(" messages") for slow in regimes))
+        where = (", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]) + " messages"
         yield rule.finding(
-            "warning", "small-message loss is the stack's, not the container's",
-            "Against the system MPI the container is slower for small messages, but against the same build run "
-            "natively it is not: the MPI build itself (its device, provider or version) costs the latency.",
+            "warning", f"the loss at {where} is the stack's, not the container's",
+            f"Against the system MPI the container is slower at {where}, but against the same build run natively "
+            "it is not: the MPI build itself (its device, provider or version) costs it.",
             "Build the image's MPI like the system's (same device and provider), or accept the stack's cost; the "
             "deployment is not at fault.", subject=_subject(key), cell=_cell(key),
-            system_worst_ratio=round(min(slow.worst_ratio for slow in small), 3), same_stack_class=own.label,
-            same_stack=own.baseline_row.stack if own.baseline_row else None)
+            system_worst_ratio=round(min(slow.worst_ratio for slow in regimes), 3), same_stack_class=own.label,
+            same_stack=own.baseline_row.stack if own.baseline_row else None,
+            regimes=", ".join(dict.fromkeys(slow.regime for slow in regimes)))
 
 
 # -- faster than native ---------------------------------------------------------------------------------------
