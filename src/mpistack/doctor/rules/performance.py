@@ -287,8 +287,26 @@ def _switched_off(perf: Performance, baseline) -> object | None:
     return next((row for row in perf.rows.values() if _switches_off(perf, row, baseline)), None)
 
 
-def _faster_sizes(item) -> list[int]:
-    return sorted(size for size in item.row_class.faster if size is not None)
+def _faster_units(item) -> set:
+    """What the analysis decided faster: the regimes whose comparison is FASTER (regimes decide); a row compared
+    without regime figures (a published one) is decided size by size, so its faster sizes. Sizes faster inside a
+    regime at native speed only describe it (noise at a few sizes of an A/A control): they decide nothing."""
+    regimes = item.row_class.regimes
+    if regimes:
+        return {name for name, comparison in regimes.items() if comparison.verdict is Verdict.FASTER}
+    return {size for size in item.row_class.faster if size is not None}
+
+
+def _faster_sizes(perf: Performance, item) -> list[int]:
+    """The sizes a faster finding names: those that lean faster in the regimes decided faster (else every size
+    of those regimes); none where no regime was decided faster."""
+    units = _faster_units(item)
+    if not item.row_class.regimes:
+        return sorted(units)
+    ranges = perf.settings.ranges
+    in_faster = [c.size for c in item.sizes if c.size is not None and ranges.regime(c.size) in units]
+    described = [size for size in item.row_class.faster if size in in_faster]
+    return sorted(described or in_faster)
 
 
 def _builds_differ(perf: Performance, item) -> bool:
@@ -299,7 +317,7 @@ def _builds_differ(perf: Performance, item) -> bool:
     if item.key.approach == "native":
         return True
     own = next((a for a in perf.answers if a.key == item.key and a.baseline == SAME_STACK), None)
-    return own is not None and not set(own.row_class.faster) & set(item.row_class.faster)
+    return own is not None and not _faster_units(own) & _faster_units(item)
 
 
 def _explain(perf: Performance, item) -> tuple[int, str, dict]:
@@ -315,7 +333,7 @@ def _explain(perf: Performance, item) -> tuple[int, str, dict]:
 def _single_copy_or_cache(perf: Performance, item) -> tuple[int, str, dict]:
     """The explanations that look at both sides' figures and records: in cache, or the baseline's single copy."""
     row, base = perf.rows[item.key], perf.rows[item.baseline_row]
-    sizes = _faster_sizes(item)
+    sizes = _faster_sizes(perf, item)
     by_size = {comparison.size: comparison for comparison in item.sizes}
     best = max((by_size[size] for size in sizes), key=lambda comparison: comparison.ratio)
     metric = item.key.metric
@@ -403,7 +421,7 @@ _FASTER_FIXES = {
 def faster_than_native(rule, perf: Performance):
     by_cell: dict[tuple, list] = {}
     for item in perf.answers:
-        if _faster_sizes(item) and item.baseline_row in perf.rows and item.key in perf.rows:
+        if _faster_sizes(perf, item) and item.baseline_row in perf.rows and item.key in perf.rows:
             by_cell.setdefault(_cell(item.key), []).append((*_explain(perf, item), item))
     for cell, explained in by_cell.items():
         strength, sentence, evidence, item = min(explained, key=lambda entry: entry[0])
