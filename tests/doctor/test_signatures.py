@@ -21,6 +21,10 @@ MESSAGES = [
     ("shm-target-full", "2 more processes have sent help message help-opal-shmem-mmap.txt / target full"),
     ("bus-error", "[vm:00012] Signal: Bus error (7)\n[vm:00012] Signal code: Non-existant physical address (2)"),
     ("ucx-posix-oom", "ucp_worker.c:1413 UCX ERROR uct_iface_open(posix/memory) failed: Out of memory"),
+    ("mpich-shm-alloc", "MPID_Comm_commit_pre_hook(151): \nMPIDU_Init_shm_init(179)......: unable to allocate shared "
+                        "memory"),
+    ("ucx-worker-no-resource", "init_worker(71)...............:  ucx function returned with failed status(ucx_init.c "
+                               "71 init_worker No resources are available to initiate the operation)"),
     ("fi-getinfo-nodata", "libfabric:1234:core:core:fi_getinfo_():1012<warn> fi_getinfo: provider cxi returned -61 "
                           "(No data available)"),
     ("mpich-find-provider", "find_provider(1427).........: OFI fi_getinfo() failed (ofi_init.c:1427:find_provider:"),

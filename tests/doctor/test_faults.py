@@ -1,0 +1,88 @@
+"""The rules that name the fault matrix's injected causes (examples/faults.toml) on runs written through the real
+store writer: a container's /dev/shm too small or not shared between ranks (by the messages MPICH printed on a
+2-core Debian 12 KVM guest, and the container flags the run recorded)."""
+
+from __future__ import annotations
+
+from mpistack.doctor import diagnose_runs
+from mpistack.doctor.rules.runs import shm_bytes
+from mpistack.parsers.model import ParsedRun
+from mpistack.spec.provenance import Provenance
+from mpistack.spec.status import RunStatus
+from mpistack.store import open_database
+from mpistack.store.query import Where
+
+from .test_stored import store_runs
+
+#: Debian's MPICH 4.0.2 in a container per rank without --ipc host (the fault matrix's variant private-ipc)
+SHM_INIT_FAILED = """exit status 15: Abort(338808335) on node 1 (rank 1 in comm 0): Fatal error in internal_Init: Other MPI error, error stack:
+internal_Init(59).............: MPI_Init(argc=0x7ffec49c113c, argv=0x7ffec49c1130) failed
+MPII_Init_thread(232).........:
+MPIR_init_comm_world(34)......:
+MPIR_Comm_commit(722).........:
+MPIR_Comm_commit_internal(510):
+MPID_Comm_commit_pre_hook(151):
+MPIDU_Init_shm_init(179)......: unable to allocate shared memory"""
+#: the same MPICH in one container with --shm-size 1m (variant small-shm): UCX cannot create its worker
+UCX_WORKER_FAILED = """exit status 15: Abort(205114895) on node 0 (rank 0 in comm 0): Fatal error in internal_Init: Other MPI error, error stack:
+MPID_Comm_commit_pre_hook(158):
+MPIDI_UCX_init_world(285).....:
+init_worker(71)...............:  ucx function returned with failed status(ucx_init.c 71 init_worker No resources are available to initiate the operation)"""
+#: the commands as recorded: the host's launcher starting a container per rank (hybrid), one container (container)
+PER_RANK = ("mpiexec.mpich -pmi-port -n 2 podman --runtime runc run --rm --network host {flags} "
+            "localhost/mpistack/debian-mpich:mpich4.0.2-ucx mpistack-bench latency -m 1:65536 H H")
+ONE_CONTAINER = ("podman --runtime runc run --rm --network host {flags} localhost/mpistack/debian-mpich:mpich4.0.2-ucx "
+                 "mpiexec.mpich -n 2 mpistack-bench latency -m 1:65536 H H")
+SINGLE_COPY = "--pid host --cap-add SYS_PTRACE --security-opt seccomp=unconfined"
+
+
+def failed(message: str, command: str, flags: str, confinement: str = "single-copy", variant: str = "fault",
+           status: RunStatus = RunStatus.FAILED):
+    """One failed case of debian-mpich as the campaign records it: the command, the container flags, its message."""
+    facts = Provenance(stack="debian-mpich", approach="hybrid" if command.startswith("mpiexec") else "container",
+                       ranks=2, nodes=1, command=command.format(flags=flags))
+    tags = {"mpi": "mpich", "variant": variant, "confinement": confinement, "container_flags": flags}
+    return ParsedRun.empty("latency"), facts, tags, status, message
+
+
+def findings(engine, campaign):
+    return [f for f in diagnose_runs(engine, [Where("campaign", "=", campaign)]) if f.verdict != "ok"]
+
+
+def test_podman_shm_sizes_read_as_bytes():
+    assert shm_bytes("1m") == 1024 ** 2 and shm_bytes("1g") == 1024 ** 3 and shm_bytes("64K") == 65536
+    assert shm_bytes("4096") == 4096 and shm_bytes("lots") is None
+
+
+def test_a_shared_memory_failure_in_a_container_per_rank_without_ipc_host_is_the_ipc_namespace(tmp_path):
+    engine = open_database(str(tmp_path / "r.db"))
+    campaign = store_runs(engine, failed(SHM_INIT_FAILED, PER_RANK, f"--shm-size 1g {SINGLE_COPY}"),
+                          failed("exit status 15", PER_RANK, f"--shm-size 1g {SINGLE_COPY}"))
+    said = findings(engine, campaign)
+    assert {f.cause for f in said} == {"ipc-not-shared"}  # the known message is said once, by its cause
+    problem, warning = sorted(said, key=lambda f: f.verdict)
+    assert problem.verdict == "problem" and problem.evidence["signature"] == "mpich-shm-alloc"
+    assert problem.evidence["line"].startswith("MPIDU_Init_shm_init(179)")
+    assert "--ipc host" in problem.fix and problem.evidence["ranks_per_node"] == 2
+    # a failure without a message in the same containers: the flags alone, a warning
+    assert warning.verdict == "warning" and "without a known message" in warning.meaning
+
+
+def test_a_shared_memory_failure_in_a_container_with_a_small_dev_shm_is_its_size(tmp_path):
+    engine = open_database(str(tmp_path / "r.db"))
+    campaign = store_runs(engine, failed(UCX_WORKER_FAILED, ONE_CONTAINER, f"--shm-size 1m {SINGLE_COPY}"),
+                          failed(SHM_INIT_FAILED, ONE_CONTAINER, f"--shm-size 1m {SINGLE_COPY}"))
+    said = findings(engine, campaign)
+    assert {f.cause for f in said} == {"shm-size"} and {f.verdict for f in said} == {"problem"}
+    assert {f.evidence["signature"] for f in said} == {"ucx-worker-no-resource", "mpich-shm-alloc"}
+    assert said[0].title == "/dev/shm of 1m below what 2 ranks need (32 MiB)"
+
+
+def test_the_message_alone_names_no_cause_where_the_containers_had_room_and_shared_ipc(tmp_path):
+    """With --ipc host (a container per rank as mpistack starts it) the flags explain nothing: the known message
+    is said by itself, and a run that did not fail gets no finding from its flags."""
+    engine = open_database(str(tmp_path / "r.db"))
+    campaign = store_runs(engine, failed(SHM_INIT_FAILED, PER_RANK, "--ipc host --pid host", "host-ipc-pid"),
+                          failed("", PER_RANK, f"--shm-size 1g {SINGLE_COPY}", status=None))
+    [said] = findings(engine, campaign)
+    assert said.rule == "run-signatures" and said.title == "mpich-shm-alloc" and not said.cause
