@@ -13,6 +13,7 @@ import pytest
 from mpistack.approaches import Refused, Resources, plan as plan_case
 from mpistack.campaign.matrix import expand
 from mpistack.doctor import diagnose, diagnose_runs
+from mpistack.doctor.rules.performance import unbound_by
 from mpistack.doctor.rules.runs import shm_bytes
 from mpistack.engines import PodmanEngine
 from mpistack.launchers.base import LaunchPlan
@@ -24,7 +25,7 @@ from mpistack.spec.status import RunStatus
 from mpistack.store import open_database
 from mpistack.store.query import Where
 
-from .test_rules import by_rule, plan
+from .test_rules import by_rule, latency, launches, plan
 from .test_stored import store_runs
 
 #: Debian's MPICH 4.0.2 in a container per rank without --ipc host (the fault matrix's variant private-ipc)
@@ -141,3 +142,34 @@ def test_more_ranks_per_node_than_recorded_cpus_is_a_problem_with_the_figures(tm
 def test_the_local_launcher_records_the_cpus_its_ranks_may_run_on(tmp_path):
     execution = LocalLauncher().execute(LaunchPlan(argv=["true"], env={}, output=None), timeout=30)
     assert execution.facts["cpus"] == str(len(os.sched_getaffinity(0)))
+
+
+# -- ranks left unbound ---------------------------------------------------------------------------------------
+
+def test_a_binding_policy_of_none_is_read_from_the_environment_and_the_launchers_options():
+    assert unbound_by({"environment": {"OMPI_MCA_hwloc_base_binding_policy": "none"}}) == \
+        "OMPI_MCA_hwloc_base_binding_policy=none"
+    assert unbound_by({"environment": {"HYDRA_BINDING": "none"}}) == "HYDRA_BINDING=none"
+    assert unbound_by({"command": "mpiexec.mpich -bind-to none -n 2 mpistack-bench"}) == "-bind-to none"
+    assert unbound_by({"command": "mpirun --bind-to=none -n 2 a.out"}) == "--bind-to none"
+    assert unbound_by({"command": "srun --cpu-bind=none a.out"}) == "--cpu-bind none"
+    assert unbound_by({"command": "mpirun --mca hwloc_base_binding_policy none a.out"}) == \
+        "--mca hwloc_base_binding_policy none"
+    assert unbound_by({"command": "mpirun --bind-to core -n 2 a.out", "environment": {}}) is None
+
+
+def test_unbound_ranks_are_warned_only_where_the_row_is_slower(tmp_path):
+    engine = open_database(str(tmp_path / "r.db"))
+    system = {"mpi": "openmpi", "origin": "host"}
+    unbound = {"environment": {"OMPI_MCA_hwloc_base_binding_policy": "none"}, "stack": "host-openmpi",
+               "approach": "native"}
+    native = latency(0.4)
+    campaign = store_runs(
+        engine, *launches("latency", native, system, stack="host-openmpi", approach="native"),
+        *launches("latency", {size: 2 * value for size, value in native.items()}, {**system, "variant": "unbound"},
+                  **unbound),
+        *launches("latency", native, {**system, "variant": "unbound-at-speed"}, **unbound))
+    [said] = [f for f in findings(engine, campaign) if f.rule == "no-binding"]
+    assert said.cell[3] == "unbound" and said.verdict == "warning"
+    assert said.title == "ranks left unbound (OMPI_MCA_hwloc_base_binding_policy=none)"
+    assert said.evidence["ratio"] < 0.6 and said.evidence["slower_at"]

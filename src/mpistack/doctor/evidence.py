@@ -24,6 +24,8 @@ class Performance:
     transports: dict[int, dict] = field(default_factory=dict)  # run id -> what its MPI said it used
     settings: Settings = Settings()
     bounds: dict[str, MachineBounds] = field(default_factory=dict)  # scope -> what its machine can do at all
+    #: run id -> what the launch ran with (``run_diagnostics``: its command and environment)
+    launches: dict[int, dict] = field(default_factory=dict)
 
     def transport_of(self, row: Row) -> dict:
         """The transport the row's launches reported (the first that reported one)."""
@@ -60,4 +62,4 @@ def load(engine: Engine, filters: list[Where], settings: Settings = Settings()) 
     rows = load_rows(engine, filters)
     return runs, Performance(rows, answer(rows, settings), {run["run"]: run["transport"] for run in runs
                                                             if run.get("transport")}, settings,
-                             campaign_bounds(engine, rows))
+                             campaign_bounds(engine, rows), {run["run"]: run for run in runs})

@@ -11,6 +11,8 @@ without bounds, blame nothing.
 
 from __future__ import annotations
 
+import shlex
+
 from ...analysis.answers import SAME_STACK, SYSTEM
 from ...analysis.classes import REGIME_TEXT, format_size, format_sizes
 from ...analysis.matrix import Column
@@ -265,6 +267,59 @@ def stack_effect(rule, perf: Performance):
             system_worst_ratio=round(min(slow.worst_ratio for slow in regimes), 3), same_stack_class=own.label,
             same_stack=own.baseline_row.stack if own.baseline_row else None,
             regimes=", ".join(dict.fromkeys(slow.regime for slow in regimes)))
+
+
+# -- binding ----------------------------------------------------------------------------------------------------
+
+#: variables that set a launcher's binding policy: Open MPI's MCA parameter, MPICH Hydra's -bind-to
+BINDING_VARIABLES = ("OMPI_MCA_hwloc_base_binding_policy", "HYDRA_BINDING")
+#: launcher options that take a binding: mpirun's --bind-to, Hydra's -bind-to, srun's --cpu-bind
+BINDING_OPTIONS = ("--bind-to", "-bind-to", "--cpu-bind", "--cpu_bind")
+_MCA_BINDING = "hwloc_base_binding_policy"
+
+
+def unbound_by(launch: dict) -> str | None:
+    """The setting by which a launch left its ranks unbound (a binding policy of none), as recorded in its
+    environment or command; None where it set none."""
+    environment = launch.get("environment") or {}
+    for name in BINDING_VARIABLES:
+        if environment.get(name, "").strip().lower() == "none":
+            return f"{name}=none"
+    words = shlex.split(launch.get("command") or "")
+    for index, word in enumerate(words):
+        option, _, value = word.partition("=")
+        following = words[index + 1:index + 3]
+        if option in BINDING_OPTIONS and (value or (following or [""])[0]).lower() == "none":
+            return f"{option} none"
+        if option in ("--mca", "-mca") and following == [_MCA_BINDING, "none"]:
+            return f"{option} {_MCA_BINDING} none"
+    return None
+
+
+@rule("no-binding", "performance",
+      "Open MPI mpirun(1) --bind-to (https://www.open-mpi.org/doc/v4.1/man1/mpirun.1.php): ranks bound to cores by "
+      "default for 2 or fewer processes; MPICH 'Using the Hydra Process Manager', -bind-to and HYDRA_BINDING "
+      "(https://github.com/pmodels/mpich/blob/main/doc/wiki/how_to/Using_the_Hydra_Process_Manager.md); srun(1) "
+      "--cpu-bind (https://slurm.schedmd.com/srun.html)",
+      "a row slower than a baseline whose launches left their ranks unbound (a binding policy of none in the "
+      "environment or on the launcher's command line)")
+def no_binding(rule, perf: Performance):
+    for row in perf.rows.values():
+        key = row.key
+        setting = next((found for run in row.runs if (found := unbound_by(perf.launches.get(run, {})))), None)
+        if setting is None or not row.launches or not (slower := _slower(perf, key)):
+            continue
+        worst = min(slower.values(), key=lambda comparison: comparison.ratio)
+        yield rule.finding(
+            "warning", f"ranks left unbound ({setting})",
+            f"The launches set a binding policy of none ({setting}): the scheduler may move a rank between cores "
+            f"or put two on one, away from the memory it touched, and the row is slower than native at "
+            f"{format_sizes(list(slower))}.",
+            "Bind ranks to cores: drop the setting (Open MPI binds 2 ranks to cores by default; Hydra -bind-to "
+            "core; srun --cpu-bind=cores).", subject=_subject(key), cell=_cell(key), setting=setting,
+            slower_at=format_sizes(list(slower)), figure=_figure(worst.median_candidate, key.metric),
+            baseline=_figure(worst.median_baseline, key.metric), at=format_size(worst.size),
+            ratio=round(worst.ratio, 3))
 
 
 # -- faster than native ---------------------------------------------------------------------------------------
