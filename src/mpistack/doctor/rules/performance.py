@@ -378,8 +378,9 @@ def _builds_differ(perf: Performance, item) -> bool:
 def _explain(perf: Performance, item) -> tuple[int, str, dict]:
     """Why a candidate beats its baseline: (strength, the sentence, evidence)."""
     strength, sentence, evidence = _single_copy_or_cache(perf, item)
-    if strength in (SUSPECTED, UNEXPLAINED) and _builds_differ(perf, item):
-        # the experiment outranks this, an inference from the records does not
+    if strength in (SUSPECTED, REFUTED, UNEXPLAINED) and _builds_differ(perf, item):
+        # a confirming experiment (or an in-cache figure) outranks this, an inference from the records does not; a
+        # refuting one only rules the baseline's single copy out, and the builds still differ
         return STACK, (f"the MPI builds differ and {item.key.stack} natively is as fast: the speed-up is the "
                        "stack's, not the deployment's"), evidence
     return strength, sentence, evidence
