@@ -15,6 +15,7 @@ from ...compat import ships_standard_abi
 from ...runtime import SRUN_MPI, presets
 from ...spec.stack import Stack
 from ..model import rule
+from .runs import PER_RANK_APPROACHES
 
 @dataclass
 class PlanSubject:
@@ -91,10 +92,6 @@ def plan_fabric_swap(rule, plan: PlanSubject):
                            "image is built (compat rule libfabric-swap-symbol-versions).",
                            subject=plan.where, device=f"{mpi.impl} {mpi.device}",
                            host_libfabric=f"{host.path} {host.version or ''}".strip())
-
-
-#: the approaches whose ranks the host's launcher starts, one container each (approaches/hybrid.py per_rank_launch)
-PER_RANK_APPROACHES = ("hybrid", "bind", "fabric-swap")
 
 
 def _refused_before_launch(plan: PlanSubject) -> bool:

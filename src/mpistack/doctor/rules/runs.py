@@ -170,7 +170,6 @@ SHM_FAILURES = ("shm-target-full", "bus-error", "ucx-posix-oom", "mpich-shm-allo
 #: guest: "Space Requested: 16777216 B"); podman's default /dev/shm (64 MB) holds four
 SHM_PER_RANK = 16 * 1024 * 1024
 _SHM_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}  # podman-run(1): --shm-size <number><unit>
-ENGINE_PROGRAMS = ("podman", "docker")
 
 
 def shm_bytes(text: str) -> int | None:
@@ -189,12 +188,8 @@ def _flag(flags: list[str], name: str) -> str | None:
     return next((flags[index + 1] for index, flag in enumerate(flags[:-1]) if flag == name), None)
 
 
-def container_per_rank(run: dict) -> bool:
-    """Whether the host's launcher started the engine, once per rank (hybrid, bind, fabric-swap), as the recorded
-    command shows: the engine is not its first program."""
-    words = [word.rsplit("/", 1)[-1] for word in shlex.split(run.get("command") or "")]
-    engine = next((index for index, word in enumerate(words) if word in ENGINE_PROGRAMS), None)
-    return bool(engine)
+#: the approaches whose ranks the host's launcher starts, one container each (approaches/hybrid.py per_rank_launch)
+PER_RANK_APPROACHES = ("hybrid", "bind", "fabric-swap")
 
 
 def shm_cause(run: dict) -> tuple[str, dict] | None:
@@ -209,7 +204,7 @@ def shm_cause(run: dict) -> tuple[str, dict] | None:
     per_node = -(-ranks // nodes)
     evidence = {"container_flags": run["tags"]["container_flags"], "confinement": confinement_of(run),
                 "ranks_per_node": per_node}
-    if container_per_rank(run) and _flag(flags, "--ipc") != "host" and per_node > 1:
+    if run.get("approach") in PER_RANK_APPROACHES and _flag(flags, "--ipc") != "host" and per_node > 1:
         return "ipc-not-shared", evidence
     size = shm_bytes(_flag(flags, "--shm-size") or "")
     if size is not None and size < SHM_PER_RANK * per_node:
