@@ -184,6 +184,11 @@ def container_flags(run: dict) -> list[str] | None:
     return None if recorded is None else [part for flag in shlex.split(recorded) for part in flag.split("=", 1)]
 
 
+def ranks_per_node(run: dict) -> int:
+    """The most ranks a node of the run held (its ranks spread evenly over its nodes, the rest on the first)."""
+    return -(-(run.get("ranks") or 1) // (run.get("nodes") or 1))
+
+
 def _flag(flags: list[str], name: str) -> str | None:
     return next((flags[index + 1] for index, flag in enumerate(flags[:-1]) if flag == name), None)
 
@@ -200,8 +205,7 @@ def shm_cause(run: dict) -> tuple[str, dict] | None:
     flags = container_flags(run)
     if flags is None:
         return None
-    ranks, nodes = run.get("ranks") or 1, run.get("nodes") or 1
-    per_node = -(-ranks // nodes)
+    per_node = ranks_per_node(run)
     evidence = {"container_flags": run["tags"]["container_flags"], "confinement": confinement_of(run),
                 "ranks_per_node": per_node}
     if run.get("approach") in PER_RANK_APPROACHES and _flag(flags, "--ipc") != "host" and per_node > 1:
@@ -264,8 +268,7 @@ def container_shm(rule, run: dict):
       "launcher as cpus)")
 def run_oversubscription(rule, run: dict):
     cpus = (run.get("tags") or {}).get("cpus", "")
-    ranks, nodes = run.get("ranks") or 1, run.get("nodes") or 1
-    per_node = -(-ranks // nodes)
+    ranks, nodes, per_node = run.get("ranks") or 1, run.get("nodes") or 1, ranks_per_node(run)
     if not cpus.isdigit() or per_node <= int(cpus):
         return
     mpi = _mpi(run)
