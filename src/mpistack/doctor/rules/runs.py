@@ -12,7 +12,7 @@ from ...spec.status import RunStatus
 from ..model import rule
 from ...parsers.transport import TCP, path_of
 from ..signatures import match
-from .system import mpi_family
+from .system import OMPI_SHM_PER_RANK, mpi_family
 
 def run_cell(run: dict) -> tuple[str, str, str, str]:
     """The compatibility-matrix cell of a run: (scope, stack, approach, variant), scoped as the analysis' rows."""
@@ -166,9 +166,6 @@ def single_copy(rule, run: dict):
 
 #: the bank's messages of ranks that found no room, or no peer's segment, in shared memory
 SHM_FAILURES = ("shm-target-full", "bus-error", "ucx-posix-oom", "mpich-shm-alloc", "ucx-worker-no-resource")
-#: what one rank needs in /dev/shm: Open MPI 5 asks 16 MiB per local rank (measured on a 2-core Debian 12 KVM
-#: guest: "Space Requested: 16777216 B"); podman's default /dev/shm (64 MB) holds four
-SHM_PER_RANK = 16 * 1024 * 1024
 _SHM_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}  # podman-run(1): --shm-size <number><unit>
 
 
@@ -211,9 +208,9 @@ def shm_cause(run: dict) -> tuple[str, dict] | None:
     if run.get("approach") in PER_RANK_APPROACHES and _flag(flags, "--ipc") != "host" and per_node > 1:
         return "ipc-not-shared", evidence
     size = shm_bytes(_flag(flags, "--shm-size") or "")
-    if size is not None and size < SHM_PER_RANK * per_node:
+    if size is not None and size < OMPI_SHM_PER_RANK * per_node:
         return "shm-size", {**evidence, "shm_size": _flag(flags, "--shm-size"),
-                            "needed": f"{SHM_PER_RANK * per_node // 1024 ** 2} MiB"}
+                            "needed": f"{OMPI_SHM_PER_RANK * per_node // 1024 ** 2} MiB"}
     return None
 
 
