@@ -204,6 +204,10 @@ def test_launches_needed_formula():
     assert launches_needed(0.8, 0.8 / 1.3, 0.8 * 1.3, 6, 10, (0.9, 1.1)) == expected
     # the forecast the old rule got wrong: 16 launches, an interval reaching 0.84, its estimate at 0.88
     assert launches_needed(0.88, 0.84, 0.95, 16, 16, (0.9, 1.1)) > 60
+    # an asymmetric (paired) interval: the end that reaches past the band decides, not the mean half-width
+    # (seen: 0.979, interval 0.849-0.995 after 12 rounds was forecast as "~1 more")
+    expected = math.ceil(12 * (math.log(0.979 / 0.849) / math.log(0.979 / 0.9)) ** 2)
+    assert launches_needed(0.979, 0.849, 0.995, 12, 12, (0.9, 1.1)) == expected == 35
     # never fewer than one more launch than now; None on a boundary, with too few launches, or beyond the cap
     assert launches_needed(1.0, 0.99, 1.01, 8, 8, (0.9, 1.1)) == 9
     assert launches_needed(0.9, 0.8, 1.0, 8, 8, (0.9, 1.1)) is None

@@ -189,14 +189,15 @@ def launches_needed(
 ) -> int | None:
     """Launches per side at which the observed spread would settle the comparison under the interval rule.
 
-    The interval's half-width on a log scale, ``h = (ln ci_high - ln ci_low) / 2``, shrinks like
-    ``1 / sqrt(n)``. The margin ``m`` it has to fit is the distance from ``ln ratio`` to the edge of the decision
-    it is nearest: inside the parity band, the nearer band edge (the whole interval inside: at speed); below the
-    band, the distance to its lower edge (the whole interval beyond the floor: slower); above it, to its upper
-    edge. With ``n`` the launches per side now (the harmonic mean of the two sides' counts),
-    ``h * sqrt(n / n') <= m`` gives
+    On a log scale, each end of the interval reaches some distance from the estimate (``ln ratio - ln ci_low``
+    below it, ``ln ci_high - ln ratio`` above: a paired interval need not be symmetric), and that reach shrinks
+    like ``1 / sqrt(n)``. The margin each reach has to fit is the distance from the estimate to the edge that end
+    must clear: inside the parity band, both band edges (the whole interval inside: at speed); below the band,
+    its lower edge for the upper end (the whole interval beyond the floor: slower); above it, its upper edge for
+    the lower end. With ``n`` the launches per side now (the harmonic mean of the two sides' counts) and the
+    largest ``reach / margin`` ratio ``q``,
 
-        n' = ceil(n * (h / m)**2)
+        n' = ceil(n * q**2)
 
     raised to at least one launch more than the larger side has now. None when it cannot be estimated (fewer than
     2 launches on a side, a ratio on a band edge) or exceeds 1000: then repeating will not settle it.
@@ -204,16 +205,20 @@ def launches_needed(
     if n_candidate < 2 or n_baseline < 2 or not (ratio > 0 and ci_low > 0 and ci_high > 0):
         return None
     low, high = (math.log(edge) if edge > 0 else -math.inf for edge in band)
-    centre = math.log(ratio)
+    centre, below, above = math.log(ratio), math.log(ci_low), math.log(ci_high)
     if low <= centre <= high:
-        margin = min(high - centre, centre - low)
+        pairs = [(centre - below, centre - low), (above - centre, high - centre)]
+    elif centre < low:
+        pairs = [(above - centre, low - centre)]
     else:
-        margin = low - centre if centre < low else centre - high
-    half_width = (math.log(ci_high) - math.log(ci_low)) / 2.0
-    if not margin > 0.0 or not math.isfinite(half_width):
+        pairs = [(centre - below, centre - high)]
+    if any(not margin > 0.0 for _, margin in pairs):
+        return None
+    worst = max(reach / margin for reach, margin in pairs)
+    if not math.isfinite(worst):
         return None
     now = 2.0 / (1.0 / n_candidate + 1.0 / n_baseline)
-    needed = math.ceil(now * (half_width / margin) ** 2)
+    needed = math.ceil(now * worst ** 2)
     needed = max(needed, max(n_candidate, n_baseline) + 1)
     return needed if needed <= _NEEDED_CAP else None
 
