@@ -23,6 +23,9 @@ MESSAGES = [
     ("ucx-posix-oom", "ucp_worker.c:1413 UCX ERROR uct_iface_open(posix/memory) failed: Out of memory"),
     ("mpich-shm-alloc", "MPID_Comm_commit_pre_hook(151): \nMPIDU_Init_shm_init(179)......: unable to allocate shared "
                         "memory"),
+    ("ucx-posix-shm-full", "[1795693715.355933] [vm:9    :0]        mm_posix.c:187  UCX  ERROR   Not enough memory "
+                           "to write total of 4292720 bytes. Please check that /dev/shm or the directory you "
+                           "specified has more available memory."),
     ("ucx-worker-no-resource", "init_worker(71)...............:  ucx function returned with failed status(ucx_init.c "
                                "71 init_worker No resources are available to initiate the operation)"),
     ("fi-getinfo-nodata", "libfabric:1234:core:core:fi_getinfo_():1012<warn> fi_getinfo: provider cxi returned -61 "

@@ -165,7 +165,8 @@ def single_copy(rule, run: dict):
 # -- a container's /dev/shm ------------------------------------------------------------------------------------
 
 #: the bank's messages of ranks that found no room, or no peer's segment, in shared memory
-SHM_FAILURES = ("shm-target-full", "bus-error", "ucx-posix-oom", "mpich-shm-alloc", "ucx-worker-no-resource")
+SHM_FAILURES = ("shm-target-full", "bus-error", "ucx-posix-oom", "ucx-posix-shm-full", "mpich-shm-alloc",
+                "ucx-worker-no-resource")
 _SHM_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}  # podman-run(1): --shm-size <number><unit>
 
 
