@@ -44,7 +44,7 @@ def test_the_worst_class_wins_in_order_n_then_slower_then_unknown():
     assert "inconclusive in bw" in cells["hybrid"].reason
     assert cells["bind"].reason.startswith("bw: ~4 more launches per side would settle half of them")
     assert "at native speed in latency" in cells["bind"].reason
-    assert cells["native"].reason == "at native speed at every size of bw, latency"
+    assert cells["native"].reason == "at native speed in every regime of bw, latency"
     assert all("\n" not in cell.reason for cell in cells.values())
     assert set(LEGEND) == {"Y", "(Y)", "N", "?"}
 

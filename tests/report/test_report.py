@@ -45,7 +45,7 @@ def test_markdown_has_size_tables_classes_matrix_and_failures(written):
     assert "| stack | MPI | library | container | container+tcp | hybrid | bind |" in matrix
     assert "| pip-mpich | 4.3.2 | MPICH Version: 4.3.2 | (Y) | N | Y | N |" in matrix
     assert "| debian-mpich | 4.0.2 | MPICH Version: 4.0.2 | ? |  |  |  |" in matrix
-    assert "Legend: `Y` at native speed at every size tested; `(Y)` runs, but slower (where); `N` does not run" in matrix
+    assert "Legend: `Y` at native speed in every message-size regime; `(Y)` runs, but slower (where); `N` does not run" in matrix
     assert "**pip-mpich × container** `(Y)`: slower: latency small 1 B–4 KiB" in matrix
 
     failures = text[text.index("## Failed and timed-out runs"):]
@@ -204,3 +204,13 @@ def test_many_lines_are_drawn_dense_with_one_legend_entry_per_approach(written, 
     for svg in (value, ratio):
         assert "container (2 stacks)" in svg and "hybrid (1 stack)" in svg and "pip-mpich container" not in svg
     assert "host-mpich native (system, median)" in value
+
+
+def test_a_slow_cell_the_doctor_cannot_explain_says_so(written):
+    """Every slower or failing cell names a cause, or says that none is known."""
+    report, _ = written
+    diagnosed = [(row, column) for row in report.matrix.rows for column in report.matrix.columns
+                 if (cell := report.matrix.cell(row, column)) is not None and cell.label in ("(Y)", "N")]
+    assert diagnosed
+    for row, column in diagnosed:
+        assert report.findings_of(row, column) or report.unexplained(row, column)

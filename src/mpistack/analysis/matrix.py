@@ -30,7 +30,7 @@ APPROACH_ORDER = ("native", "container", "hybrid", "bind", "fabric-swap")
 
 #: What each class means in a matrix cell (the legend printed under the matrix).
 LEGEND = {
-    "Y": "at native speed at every size tested",
+    "Y": "at native speed in every message-size regime",
     "(Y)": "runs, but slower (where)",
     "N": "does not run (the error)",
     "?": "not tested or inconclusive (why)",
@@ -155,7 +155,7 @@ def _cell(answers: list[Answer], name) -> Cell:
         if by_label.get("Y"):
             reason += f"; at native speed in {_names(name(a) for a in by_label['Y'])}"
     else:
-        reason = f"at native speed at every size of {_names(name(a) for a in chosen)}"
+        reason = f"at native speed in every regime of {_names(name(a) for a in chosen)}"
     return Cell(label, reason, len(answers))
 
 

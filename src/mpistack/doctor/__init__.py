@@ -58,12 +58,17 @@ def by_cause(findings: list[Finding]) -> dict[tuple, list[Finding]]:
     return groups
 
 
+#: rules whose ok findings still explain a cell: the loss is the stack's, or why a row is faster than native
+EXPLAINING_RULES = frozenset({"stack-effect", "faster-than-native"})
+
+
 def cell_findings(engine, filters, settings=None) -> dict:
-    """Findings that are not ``ok``, as plain dicts, keyed like the compatibility matrix's cells:
-    ``((scope, stack), (approach, variant))``; the report shows them under its (Y) and N cells."""
+    """Findings that are not ``ok``, and the ok findings that explain a cell (``EXPLAINING_RULES``), as plain
+    dicts, keyed like the compatibility matrix's cells: ``((scope, stack), (approach, variant))``; the report
+    shows them under its (Y) and N cells."""
     cells: dict = defaultdict(list)
-    for (cell, _, verdict, _), (finding, *_) in by_cause(diagnose_runs(engine, filters, settings)).items():
-        if verdict == "ok" or cell is None:
+    for (cell, rule, verdict, _), (finding, *_) in by_cause(diagnose_runs(engine, filters, settings)).items():
+        if (verdict == "ok" and rule not in EXPLAINING_RULES) or cell is None:
             continue
         scope, stack, approach, variant = cell
         cells[((scope, stack), (approach, variant))].append(

@@ -182,6 +182,11 @@ class Report:
         found = self.findings.get((row.key, (column.approach, column.variant)), [])
         return found if cell.label in DIAGNOSED_LABELS else [f for f in found if f["rule"] in EXPLAINS_ANY_CELL]
 
+    def unexplained(self, row, column) -> bool:
+        """A slow or failing cell for which the doctor knows no cause: the report says so rather than nothing."""
+        cell = self.matrix.cell(row, column)
+        return cell is not None and cell.label in DIAGNOSED_LABELS and not self.findings_of(row, column)
+
     @property
     def results(self) -> int:
         """Figures read (launch x size)."""
