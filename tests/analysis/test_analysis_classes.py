@@ -121,6 +121,17 @@ def test_an_open_regime_makes_it_a_question_with_its_graded_reason():
     assert result.launches_needed == 40
 
 
+def test_rows_open_for_the_same_reason_share_their_cause():
+    """The cause leaves out each row's own figures, so a matrix cell can group the benchmarks open alike."""
+    first = classify(row({}), regimes(small=AT_SPEED, mid=(Verdict.INCONCLUSIVE, 0.93), large=AT_SPEED))
+    second = classify(row({}), regimes(small=AT_SPEED, mid=(Verdict.INCONCLUSIVE, 1.07), large=(Verdict.FASTER, 1.3)))
+    assert first.cause == second.cause == (
+        "not settled at mid-size messages: more launches alone are unlikely to settle it (the estimate sits on a "
+        "decision edge)")
+    assert classify(row({}, default=(Verdict.INCONCLUSIVE, 1.0), n=3, needed=6, too_few=True)).cause == (
+        "too few launches (as few as 3 on a side; a verdict needs 6)")
+
+
 def test_slower_wins_over_open_regimes():
     result = classify(row({}), regimes(small=(Verdict.SLOWER, 0.5), mid=(Verdict.INCONCLUSIVE, 1.0),
                                        large=AT_SPEED))

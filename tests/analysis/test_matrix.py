@@ -29,8 +29,10 @@ def test_the_worst_class_wins_in_order_n_then_slower_then_unknown():
         answer("pip-mpich", "hybrid", "latency", slow()),
         answer("pip-mpich", "hybrid", "bw", untested_class("no system MPI baseline to compare with")),
         answer("pip-mpich", "bind", "latency", Y),
-        answer("pip-mpich", "bind", "bw", untested_class("inconclusive at 3 of 21 sizes: ~4 more launches per side "
-                                                         "would settle half of them")),
+        answer("pip-mpich", "bind", "bw", RowClass("?", [], "not settled: large messages 0.95× (90% CI 0.85–1.02): "
+                                                   "...; ~4 more launches per side would settle it",
+                                                   cause="not settled at large messages: ~4 more launches per side "
+                                                         "would settle it")),
         answer("pip-mpich", "native", "latency", Y),
         answer("pip-mpich", "native", "bw", Y),
     ])
@@ -42,7 +44,7 @@ def test_the_worst_class_wins_in_order_n_then_slower_then_unknown():
     assert cells["container"].reason == "bw: failed: segfault in MPI_Init"
     assert cells["hybrid"].reason.startswith("slower: latency small 1 B–4 B 0.5×")
     assert "inconclusive in bw" in cells["hybrid"].reason
-    assert cells["bind"].reason.startswith("bw: ~4 more launches per side would settle half of them")
+    assert cells["bind"].reason.startswith("bw: not settled at large messages: ~4 more launches per side would settle it")
     assert "at native speed in latency" in cells["bind"].reason
     assert cells["native"].reason == "at native speed in every regime of bw, latency"
     assert all("\n" not in cell.reason for cell in cells.values())
@@ -97,19 +99,19 @@ def test_slow_reasons_name_benchmarks_and_placements_and_stay_short():
 
 
 def test_unknown_cells_group_benchmarks_by_cause():
-    too_few = ("inconclusive at 21 of 21 sizes, leaning slower at 1 B–1 MiB (0.7× at 1 KiB): too few launches "
-               "(as few as 1 on a side; a verdict needs 6)")
+    open_ = "not settled at small messages: ~3 more launches per side would settle it"
     matrix = compat_matrix([
-        answer("s", "container", "latency", RowClass("?", [], too_few)),
-        answer("s", "container", "bw", RowClass("?", [], too_few.replace("leaning slower at 1 B–1 MiB (0.7× at 1 KiB)",
-                                                                          "x"))),
+        answer("s", "container", "latency", RowClass("?", [], "not settled: small messages 0.91× (...); ~3 more "
+                                                     "launches per side would settle it", cause=open_)),
+        answer("s", "container", "bw", RowClass("?", [], "not settled: small messages 1.09× (...); ~3 more "
+                                                "launches per side would settle it", cause=open_)),
         answer("s", "container", "bibw", untested_class("the system MPI baseline (host-mpich native) did not run: "
                                                         "failed: boom")),
     ])
     (row,) = matrix.rows
     assert matrix.cell(row, Column("container")).reason == (
         "bibw: the system MPI baseline (host-mpich native) did not run: failed: boom; "
-        "bw, latency: too few launches (as few as 1 on a side; a verdict needs 6)")
+        "bw, latency: not settled at small messages: ~3 more launches per side would settle it")
 
 
 def test_an_empty_list_gives_an_empty_matrix():

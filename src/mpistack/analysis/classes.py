@@ -104,6 +104,7 @@ class RowClass:
     isolated: list[SizeComparison] = field(default_factory=list)  # sizes slower beyond the floor in a regime that is not
     stability: float = math.nan  # the probability that a rerun keeps this class (decided rows)
     unstable: str = ""  # for a decided row below STABLE: what may change ("small messages at 0.91× ...")
+    cause: str = ""  # for '?': the cause without the per-unit detail, the same for rows open for the same reason
 
 
 def format_size(size: int | None) -> str:
@@ -252,19 +253,22 @@ def classify(
         chance = math.prod(_replicates(c) for c in units.values())
         return _stability(RowClass("Y", [], reason, **common), chance, units)
 
-    reason = "not settled: " + "; ".join(f"{_unit_name(unit)} {c.reason}" for unit, c in open_units.items())
     needed = _launches_to_settle(list(open_units.values()))
-    if busy:
-        reason += f"; {busy}"
-    elif all(c.too_few_launches for c in open_units.values()):
+    if all(c.too_few_launches for c in open_units.values()) and not busy:
         fewest = min(min(c.n_candidate, c.n_baseline) for c in open_units.values())
-        reason = f"too few launches (as few as {fewest} on a side" + (f"; a verdict needs {needed})" if needed else ")")
+        cause = f"too few launches (as few as {fewest} on a side" + (f"; a verdict needs {needed})" if needed else ")")
+        return RowClass("?", [], cause + faster_note + notes, launches_needed=needed, cause=cause, **common)
+    if busy:
+        tail = busy
     elif needed is not None:
         current = max(max(c.n_candidate, c.n_baseline) for c in open_units.values())
-        reason += f"; ~{max(needed - current, 1)} more launches per side would settle it"
+        tail = f"~{max(needed - current, 1)} more launches per side would settle it"
     else:
-        reason += "; more launches alone are unlikely to settle it (the estimate sits on a decision edge)"
-    return RowClass("?", [], reason + faster_note + notes, launches_needed=needed, **common)
+        tail = "more launches alone are unlikely to settle it (the estimate sits on a decision edge)"
+    detail = "; ".join(f"{_unit_name(unit)} {c.reason}" for unit, c in open_units.items())
+    cause = f"not settled at {', '.join(_unit_name(unit) for unit in open_units)}: {tail}"
+    return RowClass("?", [], f"not settled: {detail}; {tail}{faster_note}{notes}", launches_needed=needed,
+                    cause=cause, **common)
 
 
 def _replicates(c: SizeComparison) -> float:

@@ -117,14 +117,6 @@ def column_order(column: Column) -> tuple:
             column.variant != DEFAULT_VARIANT, column.variant)
 
 
-def _short_why(reason: str) -> str:
-    """The cause of a '?' without its per-size detail: 'inconclusive at 21 of 21 sizes, leaning ...: too few
-    launches (...)' -> 'too few launches (...)'."""
-    if reason.startswith("inconclusive at") and ": " in reason:
-        return reason.split(": ", 1)[1]
-    return reason
-
-
 def _names(names: Iterable[str]) -> str:
     return ", ".join(dict.fromkeys(names))
 
@@ -150,7 +142,7 @@ def _cell(answers: list[Answer], name) -> Cell:
     elif label == "?":
         causes: dict[str, list[str]] = defaultdict(list)
         for answer_ in chosen:
-            causes[_short_why(answer_.row_class.reason)].append(name(answer_))
+            causes[answer_.row_class.cause or answer_.row_class.reason].append(name(answer_))
         reason = "; ".join(f"{_names(names)}: {why}" for why, names in causes.items())
         if by_label.get("Y"):
             reason += f"; at native speed in {_names(name(a) for a in by_label['Y'])}"

@@ -162,14 +162,6 @@ class SizeComparison:
     paired: bool = False  # the interval is of per-pair log ratios (Hodges-Lehmann), not of a ratio of medians
     n_pairs: int = 0  # launches paired with a baseline launch of their block (paired comparisons)
 
-    @property
-    def leaning(self) -> str | None:
-        """For an INCONCLUSIVE comparison, which way it leans: ``slower`` when the interval excludes parity on the
-        slow side (significant, not shown to be beyond the floor), ``faster`` for the mirror image, else None."""
-        if self.verdict is not Verdict.INCONCLUSIVE or not (self.ci_low > 0 and self.ci_high > 0):
-            return None
-        return "slower" if self.ci_high < 1.0 else "faster" if self.ci_low > 1.0 else None
-
 
 @functools.lru_cache(maxsize=1024)  # asked once per comparison, with the few launch counts a campaign has
 def smallest_p_value(n_candidate: int, n_baseline: int) -> float:
