@@ -13,7 +13,6 @@ the caller.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import shlex
@@ -36,6 +35,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from ..images.host_bench import build_host_bench
 from ..launchers.local import HOST_LAUNCHERS
+from ..parsers.bench_json import parse_bench_json
+from ..parsers.model import ParseError, ParsedRun
 from ..registry import LAUNCHERS
 from ..spec.campaign import Campaign
 from ..spec.case import Case
@@ -100,8 +101,8 @@ class LaunchFailed(RuntimeError):
         self.status = status
 
 
-def _launch(argv: list[str], timeout: float) -> list[dict]:
-    """Run one launch writing --json to a temporary file; its documents. The launch runs in a session of its
+def _launch(argv: list[str], timeout: float) -> list[ParsedRun]:
+    """Run one launch writing --json to a temporary file; its tests, as the bench JSON parser reads them. The launch runs in a session of its
     own, so that a timeout kills the launcher and every rank it started."""
     with tempfile.TemporaryDirectory(prefix="mpistack-bounds-") as scratch:
         out = Path(scratch) / "out.json"
@@ -116,25 +117,27 @@ def _launch(argv: list[str], timeout: float) -> list[dict]:
         if process.returncode != 0 or not out.exists():
             tail = " / ".join(stderr.strip().splitlines()[-3:])
             raise LaunchFailed("failed", f"exit status {process.returncode}: {tail}"[:500])
-        document = json.loads(out.read_text())
-        return document if isinstance(document, list) else [document]
+        try:
+            return parse_bench_json(out.read_text(), str(out))
+        except ParseError as error:
+            raise LaunchFailed("failed", str(error)[:500]) from None
 
 
-def _figures(documents: list[list[dict]], metric: str) -> dict[int | None, list[float]]:
+def _figures(launches: list[list[ParsedRun]], metric: str) -> dict[int | None, list[float]]:
     """Per size, one figure of `metric` per launch: the median over the launch's iterations where the bench
     gives it (its statistics are of the primary metric), so that the iterations a loaded machine's scheduler
     pre-empted do not make the bound (a 1-byte latency averaged over 20 iterations was 6.5 ms in two launches
     of three on a loaded 2-core guest, 0.33 us in the third); else the launch's figure."""
     per_size: dict[int | None, list[float]] = {}
-    for launch in documents:
-        for document in launch:
-            primary = (document.get("metrics") or [{}])[0].get("name")
-            for row in document.get("results", []):
-                value = row.get("values", {}).get(metric)
-                if metric == primary and (row.get("stats") or {}).get("median") is not None:
-                    value = row["stats"]["median"]
+    for launch in launches:
+        for run in launch:
+            primary = next(iter(run.units), None)
+            for row in run.rows:
+                value = row.values.get(metric)
+                if metric == primary and row.stats.get("median") is not None:
+                    value = row.stats["median"]
                 if value is not None and value > 0:
-                    per_size.setdefault(row.get("size"), []).append(float(value))
+                    per_size.setdefault(row.size, []).append(float(value))
     return per_size
 
 
@@ -146,16 +149,16 @@ def _summarised(per_size: dict[int | None, list[float]]) -> list[dict]:
 def _measure(kinds: dict[str, str], mpi: str, argv: list[str], launches: int, timeout: float) -> list[Measurement]:
     """`launches` launches of `argv`; a Measurement per kind (kind -> the metric it reads from the JSON)."""
     results = [Measurement(kind, mpi, shlex.join(argv)) for kind in kinds]
-    documents: list[list[dict]] = []
+    documents: list[list[ParsedRun]] = []
     for _ in range(launches):
         try:
             documents.append(_launch(argv, timeout))
-        except (LaunchFailed, OSError, json.JSONDecodeError) as error:
+        except (LaunchFailed, OSError) as error:
             for result in results:
                 result.status = getattr(error, "status", "failed")
                 result.message = str(error)
             break  # a hang is not tried again: the campaign is waiting
-    version = next((d.get("mpi", {}).get("library_version", "") for launch in documents for d in launch), "")
+    version = next((run.provenance.mpi_library_version or "" for launch in documents for run in launch), "")
     for result, metric in zip(results, kinds.values()):
         result.figures = _summarised(_figures(documents, metric))
         result.launches = len(documents)
