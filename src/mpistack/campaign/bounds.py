@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import platform
 import shlex
-import signal
 import socket
 import statistics
 import subprocess
@@ -33,6 +32,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from ..engines.containment import Job
 from ..images.host_bench import build_host_bench
 from ..launchers.local import HOST_LAUNCHERS
 from ..parsers.bench_json import parse_bench_json
@@ -102,18 +102,22 @@ class LaunchFailed(RuntimeError):
 
 
 def _launch(argv: list[str], timeout: float) -> list[ParsedRun]:
-    """Run one launch writing --json to a temporary file; its tests, as the bench JSON parser reads them. The launch runs in a session of its
-    own, so that a timeout kills the launcher and every rank it started."""
+    """Run one launch writing --json to a temporary file; its tests, as the bench JSON parser reads them. The
+    launch is a job of its own (engines/containment.py), so that a timeout ends the launcher and every rank it
+    started, as a timed-out case is ended."""
+    job = Job.create("bounds")
     with tempfile.TemporaryDirectory(prefix="mpistack-bounds-") as scratch:
         out = Path(scratch) / "out.json"
-        process = subprocess.Popen([*argv, "--json", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   text=True, start_new_session=True, env={**os.environ, **ROOT_ENV}, cwd=scratch)
+        process = job.start([*argv, "--json", str(out)], {**os.environ, **ROOT_ENV}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, cwd=scratch)
         try:
             _, stderr = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            job.kill()
             process.communicate()
             raise LaunchFailed("timeout", f"no end after {timeout:g} s (killed)")
+        finally:
+            job.close()
         if process.returncode != 0 or not out.exists():
             tail = " / ".join(stderr.strip().splitlines()[-3:])
             raise LaunchFailed("failed", f"exit status {process.returncode}: {tail}"[:500])
