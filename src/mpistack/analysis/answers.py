@@ -209,12 +209,17 @@ def _geometric_means(by_launch: dict[int, dict], sizes: list) -> dict[int, float
     return out
 
 
-def _entries(row: Row, baseline: Row, ranges: SizeRanges) -> tuple[dict, dict]:
+def _entries(row: Row, baseline: Row, ranges: SizeRanges, by_launch: dict[int, dict]) -> tuple[dict, dict]:
     """The comparison entries (``compare_many``'s) of a pair of rows: per common size, and per size regime; each
     with the figures of the launches paired within their rounds when at least ``MIN_PAIRS`` pair up."""
     common = [size for size in row.figures if size in baseline.figures]
     partners = pair_launches(row, baseline) if row.schedule and baseline.schedule else {}
-    mine, theirs = (_launch_figures(row), _launch_figures(baseline)) if partners or len(common) > 1 else ({}, {})
+    def launch_figures(of: Row) -> dict[int, dict[int | None, float]]:  # once per row: a baseline serves many
+        if id(of) not in by_launch:
+            by_launch[id(of)] = _launch_figures(of)
+        return by_launch[id(of)]
+
+    mine, theirs = (launch_figures(row), launch_figures(baseline)) if partners or len(common) > 1 else ({}, {})
 
     def paired(candidate: dict[int, float], base: dict[int, float]):
         pairs = [(value, base[partners[run]]) for run, value in candidate.items()
@@ -252,11 +257,12 @@ def compare_pairs(pairs: Sequence[tuple[Row, Row | None]],
     (empty where a side has no launches or there is no baseline). Every pair goes through ``compare_many`` at
     once, one batch per direction of the metric and per mode (tested, or descriptive: ``is_descriptive``)."""
     batches: dict[tuple[bool, bool], dict] = {}  # (higher is better, descriptive) -> the entries of that batch
+    by_launch: dict[int, dict] = {}  # each row's figures per launch, made once
     for index, (row, baseline) in enumerate(pairs):
         if baseline is None or row.launches == 0 or baseline.launches == 0:
             continue
         batch = batches.setdefault((row.key.higher_is_better, is_descriptive(row, baseline)), {})
-        sizes, regimes = _entries(row, baseline, settings.ranges)
+        sizes, regimes = _entries(row, baseline, settings.ranges, by_launch)
         batch.update({(index, "size", size): entry for size, entry in sizes.items()})
         batch.update({(index, "regime", name): entry for name, entry in regimes.items()})
     compared = [PairComparison() for _ in pairs]
