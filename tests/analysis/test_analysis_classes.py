@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from mpistack.analysis import (
@@ -11,7 +10,6 @@ from mpistack.analysis import (
     SlowRange,
     Verdict,
     classify,
-    compare_size,
     failed_class,
     format_size,
     format_sizes,
