@@ -138,6 +138,7 @@ typedef struct {
     const benchmark_t *tests[MAX_TESTS];
     int ntests;
     int suite;
+    int check_only; /* --check: validate the command line and exit, without MPI */
 } options_t;
 
 typedef struct {
@@ -213,7 +214,7 @@ typedef struct {
 
 /* options.c: command line */
 enum parse_result {
-    PARSE_OK, PARSE_HELP, PARSE_VERSION, PARSE_LIST,
+    PARSE_OK, PARSE_HELP, PARSE_VERSION, PARSE_LIST, /* --check: PARSE_OK with o->check_only */
     PARSE_USAGE_ERROR, /* message, then the usage */
     PARSE_ERROR        /* message only */
 };

@@ -28,6 +28,22 @@ static int answer_parse(enum parse_result result, const char *error, int rank)
     }
 }
 
+/* --check: 'ok' and the tests on stdout, or the error on stderr; no usage text, no MPI */
+static int answer_check(enum parse_result result, const options_t *o, const char *error)
+{
+    if (result == PARSE_HELP || result == PARSE_VERSION)
+        return answer_parse(result, error, 0);
+    if (result != PARSE_OK) {
+        fprintf(stderr, "%s: error: %s\n", MB_NAME, error);
+        return EXIT_USAGE;
+    }
+    printf("ok:");
+    for (int i = 0; i < o->ntests; i++)
+        printf(" %s", o->tests[i]->name);
+    printf("\n");
+    return 0;
+}
+
 /* One benchmark; returns the status it leaves: a validation failure does not hide an earlier
  * problem, a wrong number of ranks or an unwritable JSON file is reported whatever came before. */
 static int run_one(const benchmark_t *b, const options_t *o, const meta_t *meta, documents_t *docs,
@@ -61,6 +77,8 @@ int main(int argc, char **argv)
     enum parse_result parsed = parse_options(argc, argv, &o, error, sizeof error);
     if (parsed == PARSE_LIST) /* no MPI: a plain command describes the suite */
         return write_benchmark_list(stdout) ? 1 : 0;
+    if (o.check_only) /* no MPI: would a launch accept this command line? */
+        return answer_check(parsed, &o, error);
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -62,6 +62,8 @@ void usage(FILE *f)
         "      --stop-min N              adaptive: minimum timed iterations (default %d)\n"
         "      --stop-max N              adaptive: maximum timed iterations (default: OSU's count)\n"
         "      --list                    describe every test as JSON and exit (needs no mpiexec)\n"
+        "      --check                   validate the rest of the command line and exit: status\n"
+        "                                0 and 'ok', or 2 and the error (needs no mpiexec)\n"
         "  -h, --help                    this message\n"
         "  -v, --version                 version\n",
         MB_NAME, MB_NAME, MB_NAME, MAX_SIZE_PT2PT, MAX_SIZE_COLL, WINDOW_SIZE, STOP_MIN_DEFAULT);
@@ -426,7 +428,9 @@ static int check_consistency(parse_state_t *ps)
     return resolve_device(ps);
 }
 
-enum parse_result parse_options(int argc, char **argv, options_t *o, char *error, size_t errlen)
+/* the command line proper, without --check */
+static enum parse_result parse_checked(int argc, char **argv, options_t *o, char *error,
+                                       size_t errlen)
 {
     parse_state_t ps = {.o = o, .error = error, .errlen = errlen};
     int first = 1, rc;
@@ -458,4 +462,27 @@ enum parse_result parse_options(int argc, char **argv, options_t *o, char *error
     if ((rc = check_consistency(&ps)))
         return rc;
     return PARSE_OK;
+}
+
+/* --check may stand anywhere before "--": it is taken out, and said in o->check_only */
+enum parse_result parse_options(int argc, char **argv, options_t *o, char *error, size_t errlen)
+{
+    char **kept = malloc(((size_t)argc + 1) * sizeof *kept);
+    int n = 0, check = 0, past_options = 0;
+    if (!kept) {
+        snprintf(error, errlen, "out of memory");
+        return PARSE_ERROR;
+    }
+    for (int i = 0; i < argc; i++) {
+        past_options |= strcmp(argv[i], "--") == 0;
+        if (i > 0 && !past_options && strcmp(argv[i], "--check") == 0)
+            check = 1;
+        else
+            kept[n++] = argv[i];
+    }
+    kept[n] = NULL;
+    enum parse_result result = parse_checked(n, kept, o, error, errlen);
+    o->check_only = check; /* set after the parse, which clears o */
+    free(kept);
+    return result;
 }
