@@ -420,27 +420,68 @@ def replay_sets(rounds: int, count: int, runs: int, trials: int) -> list[int]:
     return sorted({round(index * last / (trials - 1)) for index in range(trials)})
 
 
-def replay(launches: Launches, counts: list[int], trials: int, runs: int, settings: Settings) -> None:
-    """Sets of ``runs`` campaigns of each count of launches per case, replayed from consecutive disjoint rounds."""
+def replay_tally(launches: Launches, count: int, trials: int, runs: int, settings: Settings) -> tuple[Counter, int]:
+    """The tally of every replayed set of ``runs`` campaigns of ``count`` launches per case, and the number of
+    sets (0: too few rounds)."""
+    starts = replay_sets(len(launches.rounds), count, runs, trials)
+    tally = Counter()
+    for start in starts:
+        sets = [launches.rounds[start + index * count:start + (index + 1) * count] for index in range(runs)]
+        tally += tally_set(launches, sets, judged(launches, sets, settings), settings)
+    return tally, len(starts)
+
+
+def replay(launches: Launches, counts: list[int], trials: int, runs: int,
+           settings: Settings) -> dict[int, tuple[bool, Counter]]:
+    """Sets of ``runs`` campaigns of each count of launches per case, replayed from consecutive disjoint rounds;
+    per count replayed, whether every target the replay measures was met, and the tally."""
     total = len(launches.rounds)
     print(f"{len(launches.campaigns)} campaign(s), {total} rounds; the shares below are of compared rows (a case "
-          "against each of its baselines)")
+          f"against each of its baselines); deciding interval {settings.confidence:.0%}")
     print(f"{'launches':>8}  {'sets':>4}  {'disjoint':>8}  {'same class':>10}  {'contradicting':>13}  classes")
+    met: dict[int, tuple[bool, Counter]] = {}
     for count in counts:
-        starts = replay_sets(total, count, runs, trials)
-        if not starts:
+        tally, sets = replay_tally(launches, count, trials, runs, settings)
+        if not sets:
             print(f"{count:>8}  not replayed: a set of {runs} runs needs {count * runs} rounds")
             continue
-        tally = Counter()
-        for start in starts:
-            sets = [launches.rounds[start + index * count:start + (index + 1) * count] for index in range(runs)]
-            tally += tally_set(launches, sets, judged(launches, sets, settings), settings)
         labels = {label: tally[f"class {label}"] for label in ("Y", "(Y)", "?", "N")}
         disjoint = total // (count * runs)
-        print(f"{count:>8}  {len(starts):>4}  {disjoint:>8}  {tally['same'] / max(tally['rows'], 1):>10.1%}  "
-              f"{tally['contradicting'] / len(starts):>13.2f}  "
+        print(f"{count:>8}  {sets:>4}  {disjoint:>8}  {tally['same'] / max(tally['rows'], 1):>10.1%}  "
+              f"{tally['contradicting'] / sets:>13.2f}  "
               + ", ".join(f"{label} {number / max(sum(labels.values()), 1):.0%}" for label, number in labels.items()))
-        print_targets(tally, disjoint / len(starts), replay=True)
+        print_targets(tally, disjoint / sets, replay=True)
+        met[count] = (all(target.met for target in targets(tally, disjoint / sets, replay=True)
+                          if target.trials and target.code != "T5"),  # T5 is of the 95% interval, any level
+                      tally)
+    return met
+
+
+def choose_level(launches: Launches, counts: list[int], trials: int, runs: int, settings: Settings,
+                 levels: list[float]) -> float | None:
+    """The deciding interval's level chosen by replay: of the levels whose replay meets every target at every
+    count replayed, the one that decides the largest share of rows (a lower level decides more and flips more:
+    the targets say how low is still honest). None when no level meets them."""
+    chosen, best = None, -1.0
+    summary = []
+    for level in levels:
+        at_level = dataclasses.replace(settings, alpha=(1 - level) / 2)
+        print(f"\n== deciding interval {level:.0%} ==")
+        met = replay(launches, counts, trials, runs, at_level)
+        decided = sum(tally["decided"] for _, tally in met.values())
+        share = decided / max(sum(tally["measured"] for _, tally in met.values()), 1)
+        ok = bool(met) and all(good for good, _ in met.values())
+        summary.append(f"  {level:.0%}: decided {share:.1%} of measured rows; targets "
+                       + ("met at every count" if ok else "not met at " + ", ".join(
+                           str(count) for count, (good, _) in met.items() if not good) + " launches" if met
+                          else "not replayed"))
+        if ok and share > best:
+            chosen, best = level, share
+    print("\nlevels (the largest decided share that meets the targets is chosen):")
+    print("\n".join(summary))
+    print(f"chosen: {chosen:.0%}" if chosen is not None else "chosen: none meets every target; keep the default "
+          f"{settings.confidence:.0%}")
+    return chosen
 
 
 # --- modes: whole launches that run slow -----------------------------------------------------------------------
@@ -505,6 +546,18 @@ def _numbers(parser: argparse.ArgumentParser, option: str, text: str | None, lea
     return numbers
 
 
+def _levels(parser: argparse.ArgumentParser, text: str | None) -> list[float]:
+    if not text:
+        return []
+    try:
+        levels = [float(part) for part in text.split(",")]
+    except ValueError:
+        levels = []
+    if not levels or not all(0.5 <= level < 1 for level in levels):
+        parser.error(f"--levels {text}: expected comma-separated levels between 0.5 and 1, e.g. 0.8,0.9,0.95")
+    return sorted(set(levels))
+
+
 def _stored(parser: argparse.ArgumentParser, engine, option: str, campaign_ids: list[int]) -> None:
     """A usage error for campaign ids the store does not hold."""
     known = stored_campaigns(engine)
@@ -536,6 +589,9 @@ def main() -> None:
                                                           "comma-separated (runs nothing)")
     parser.add_argument("--trials", type=int, default=8,
                         help="replay: sets per count, starting at evenly spaced rounds (default: %(default)s)")
+    parser.add_argument("--levels", metavar="P,...", help="with --replay: replay at each deciding-interval level "
+                                                          "(e.g. 0.8,0.9,0.95) and choose the one that decides "
+                                                          "the most rows while meeting every target")
     parser.add_argument("--floor", type=float, default=DEFAULT_FLOOR.relative,
                         help="the relative practical floor the classes are judged with (default: %(default)s)")
     args = parser.parse_args()
@@ -548,6 +604,9 @@ def main() -> None:
     settings = Settings(floor=dataclasses.replace(DEFAULT_FLOOR, relative=args.floor))
     campaign_ids = _numbers(parser, "--campaigns", args.campaigns, 1)
     counts = _numbers(parser, "--replay", args.replay, 2)
+    levels = _levels(parser, args.levels)
+    if levels and not counts:
+        parser.error("--levels: expected --replay too (the levels are chosen by replaying stored rounds)")
     if campaign_ids and not counts and len(campaign_ids) < 2:
         parser.error(f"--campaigns {args.campaigns}: expected at least 2 campaigns to set side by side")
     reading = counts or args.modes is not None or campaign_ids
@@ -566,7 +625,10 @@ def main() -> None:
             parser.error(f"--replay {args.replay}: expected at most {len(launches.rounds) // args.runs} launches "
                          f"per case: the store holds {len(launches.rounds)} rounds, and a set of {args.runs} runs "
                          f"of N launches takes {args.runs} x N of them")
-        replay(launches, counts, args.trials, args.runs, settings)
+        if levels:
+            choose_level(launches, counts, args.trials, args.runs, settings, levels)
+        else:
+            replay(launches, counts, args.trials, args.runs, settings)
     elif campaign_ids:
         _stored(parser, engine, "--campaigns", campaign_ids)
         report(read_launches(engine, campaign_ids), settings)

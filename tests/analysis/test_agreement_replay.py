@@ -187,6 +187,26 @@ def test_real_sets_and_replays_print_every_target(agreement, store, capsys, monk
     assert out.count("  T3  20% loss injected") == 1  # only the count that fits
 
 
+def test_the_level_is_chosen_by_replay_among_those_that_meet_the_targets(agreement, store, capsys, monkeypatch):
+    """Each level is replayed with its own deciding interval; the one chosen meets every replayed target and
+    decides at least as many rows as any other that does."""
+    path, _ = store
+    status, out, err = _agreement(agreement, capsys, monkeypatch, path, "--replay", "4", "--trials", "2",
+                                  "--levels", "0.8,0.9")
+    assert status == 0, err
+    assert "deciding interval 80%" in out and "deciding interval 90%" in out
+    lines = {line.split(":")[0].strip(): line for line in out.splitlines() if line.startswith("  80%:")
+             or line.startswith("  90%:")}
+    assert set(lines) == {"80%", "90%"}
+    decided = {level: float(line.split("decided ")[1].split("%")[0]) for level, line in lines.items()}
+    meeting = [level for level, line in lines.items() if "met at every count" in line]
+    chosen = out.split("chosen: ")[1].split()[0]
+    if meeting:
+        assert chosen in meeting and decided[chosen] == max(decided[level] for level in meeting)
+    else:
+        assert chosen == "none"
+
+
 def test_bad_input_is_a_usage_error_naming_what_was_expected(agreement, store, capsys, monkeypatch):
     path, _ = store
     for args, message in ((["--campaigns", "1,99"], "no campaign 99 in the store (it holds 1, 2)"),
@@ -197,7 +217,9 @@ def test_bad_input_is_a_usage_error_naming_what_was_expected(agreement, store, c
                           (["--trials", "0", "--replay", "2"], "expected at least 1 set"),
                           (["--runs", "1"], "expected at least 2 runs"),
                           (["no-such.toml"], "no-such.toml: no such file; expected a campaign file"),
-                          (["--floor", "2", "--campaigns", "1,2"], "expected a fraction")):
+                          (["--floor", "2", "--campaigns", "1,2"], "expected a fraction"),
+                          (["--levels", "0.9"], "expected --replay too"),
+                          (["--replay", "4", "--levels", "1.5"], "expected comma-separated levels")):
         status, _, err = _agreement(agreement, capsys, monkeypatch, path, *args)
         assert status == 2 and message in err, (args, err)
 
