@@ -16,21 +16,24 @@ def write_report(report: Report, directory: Path, formats: tuple[str, ...] | lis
     written = []
     for kind in formats:
         path = directory / f"report.{kind}"
-        if kind == "md":
-            from .markdown import render_markdown
-
-            text = render_markdown(report)
-        elif kind == "html":
-            from .html import render_html
-            from .plots import group_plots
-
-            text = render_html(report, group_plots(report))
-        elif kind == "json":
-            from .json_report import render_json
-
-            text = render_json(report)
-        else:
-            raise ValueError(f"unknown report format {kind!r}; known: {', '.join(FORMATS)}")
-        write_file_atomically(path, text)
+        write_file_atomically(path, render_report(report, kind))
         written.append(path)
     return written
+
+
+def render_report(report: Report, kind: str) -> str:
+    """One format's text (``--out -`` writes it to stdout)."""
+    if kind == "md":
+        from .markdown import render_markdown
+
+        return render_markdown(report)
+    if kind == "html":
+        from .html import render_html
+        from .plots import group_plots
+
+        return render_html(report, group_plots(report))
+    if kind == "json":
+        from .json_report import render_json
+
+        return render_json(report)
+    raise ValueError(f"unknown report format {kind!r}; known: {', '.join(FORMATS)}")
