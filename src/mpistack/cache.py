@@ -1,25 +1,123 @@
 """Where mpistack keeps files between runs (build contexts, build logs, podman's configuration), and how it
-writes them."""
+writes and reads files in directories that someone else may also write to (a report directory another user
+made, a case directory a container writes): never through a symbolic link, never under a name another
+process could have guessed and planted first."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+import tempfile
 from pathlib import Path
+
+#: open flags for a file a case or another user may have replaced by a link: the link is refused (ELOOP)
+NO_FOLLOW = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+class UnsafePath(OSError):
+    """A path mpistack will not write through or read from: a link, another user's directory, not a file."""
 
 
 def write_file_atomically(path: Path, text: str, *, durable: bool = False) -> Path:
-    """Write ``text`` to ``path`` whole: a temporary file beside it (named after this process, so that two
-    writers never share one), renamed into place, so that a reader never sees half a file. ``durable`` syncs it
-    to disk first, for records that must outlive a crash of the machine."""
+    """Write ``text`` to ``path`` whole: a temporary file beside it, created under a random name that did not
+    exist before (O_EXCL, as mkstemp does; a name after the process id could be planted as a link by someone
+    else in a shared directory), renamed into place, so that a reader never sees half a file. The rename
+    replaces a link at ``path`` itself, never what it points to. ``durable`` syncs the file to disk first,
+    for records that must outlive a crash of the machine."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.part")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        if durable:
-            handle.flush()
-            os.fsync(handle.fileno())
-    temporary.replace(path)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.chmod(temporary, 0o666 & ~_UMASK)  # mkstemp makes 0600; a report is for others to read too
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
     return path
+
+
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()  # read once, at import: setting it to read it is not safe beside other threads
+
+
+def private_directory(path: Path) -> Path:
+    """``path`` as a directory only this user can enter (0700), made with its missing parents (also 0700).
+    One that is there already must be a real directory (not a link) owned by this user; otherwise
+    UnsafePath, naming it."""
+    missing = []
+    for ancestor in (path, *path.parents):
+        if os.path.lexists(ancestor):
+            break
+        missing.append(ancestor)
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:  # made meanwhile by another process: checked below
+            pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafePath(f"{path}: expected a directory of mpistack's, found "
+                         f"{'a symbolic link' if stat.S_ISLNK(info.st_mode) else 'something else'}")
+    if info.st_uid != os.geteuid():
+        raise UnsafePath(f"{path}: owned by user {info.st_uid}, not by this user ({os.geteuid()}); "
+                         "mpistack keeps its work files only in directories of its own")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.chmod(path, 0o700)
+    # a parent that another user may write to lets them swap the directory for a link (unless sticky)
+    parent = os.stat(path.parent)
+    if (parent.st_uid not in (0, os.geteuid()) or
+            (parent.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not parent.st_mode & stat.S_ISVTX)):
+        raise UnsafePath(f"{path.parent}: another user may write to it, so {path.name} could be replaced; "
+                         "give mpistack a directory of its own (XDG_CACHE_HOME)")
+    return path
+
+
+def create_new_file(path: Path, mode: int = 0o644) -> int:
+    """A descriptor of ``path``, created now for writing: never a file that was there (O_EXCL), never
+    through a link (a link planted at ``path`` makes it fail)."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW, mode)
+
+
+def open_regular_file(path: Path) -> int:
+    """A read descriptor of ``path`` when it is a regular file reached without a link at its last component;
+    FileNotFoundError when it is not there, UnsafePath when it is a link, a FIFO, a device or a directory
+    (a FIFO would block the reader for ever)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | NO_FOLLOW)
+    except OSError as error:
+        if error.errno == errno.ELOOP:  # the last component is a symbolic link
+            raise UnsafePath(f"{path}: a symbolic link; read only as a regular file") from None
+        raise
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(descriptor)
+        raise UnsafePath(f"{path}: not a regular file ({_kind(info.st_mode)})")
+    os.set_blocking(descriptor, True)
+    return descriptor
+
+
+def read_regular_bytes(path: Path) -> bytes:
+    """The whole of a regular file (see `open_regular_file`)."""
+    with os.fdopen(open_regular_file(path), "rb") as handle:
+        return handle.read()
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def cache_dir() -> Path:

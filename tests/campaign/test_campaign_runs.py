@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -233,11 +234,13 @@ seed = 7
 name = "host-mpich"
 host = "mpich"
 """, name="dry")
-    planned = [line.strip() for line in mpistack("run", path, "--dry-run").stdout.splitlines()
+    planned = [line.strip() for line in mpistack("run", path, "--dry-run", "--db", db).stdout.splitlines()
                if line.startswith("      ")]
     mpistack("run", path, "--db", db)
     assert [run["command"] for run in runs(db)] == planned
-    assert all(".cache/mpistack/work/dry/" in command for command in planned)
+    # the work directory of the run: keyed by the store and the campaign's id, not by the campaign's name
+    assert all(re.search(r"\.cache/mpistack/work/[0-9a-f]{12}-1/cases/mpistack-[0-9a-f]{12}/", command)
+               for command in planned), planned
 
 
 def _wheel_from_pypi_or_skip(tmp_path):

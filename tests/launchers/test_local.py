@@ -6,6 +6,7 @@ containing a case are tested: a cgroup of its own, and the environment variable 
 from __future__ import annotations
 
 import json
+import socket
 import os
 import shutil
 import signal
@@ -147,7 +148,8 @@ def test_a_killed_runner_leaves_its_case_for_the_next_start_to_end(tmp_path, cgr
     assert len(processes_with(marker)) == 3  # sh, its sleep, the setsid child's sleep
     record = json.loads(next(tmp_path.glob("running-*.json")).read_text())
     ended = LocalLauncher(state_dir=tmp_path).end_leftovers()
-    assert ended == [f"3 process(es) of `sh -c 'setsid sleep 1000 & sleep 1000'` (job {record['job']})"]
+    assert ended == [f"3 process(es) of `sh -c 'setsid sleep 1000 & sleep 1000'` (job {record['job']}; its runner, "
+                     f"process {runner.pid} on {socket.gethostname()}, is gone)"]
     assert processes_with(marker) == {}
     assert list(tmp_path.glob("running-*.json")) == []
     if cgroups:

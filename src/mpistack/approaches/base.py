@@ -74,7 +74,7 @@ class Resources:
     """What a campaign's prepare stage made available to its cases."""
 
     engine: Engine
-    workdir: Path  # per-campaign scratch, mounted into containers at the same path
+    workdir: Path  # the campaign run's scratch; only a case's own directory in it is mounted into its containers
     launcher: str = "local"  # the campaign's launcher: how ranks are started (rank_starter)
     host: HostFacts = field(default_factory=HostFacts)
     host_bench: dict[str, Path] = field(default_factory=dict)  # host MPI -> host-built mpistack-bench
@@ -84,6 +84,11 @@ class Resources:
     native_bench: dict[str, NativeBuild] = field(default_factory=dict)  # pip stack name -> its wheel natively
     failed_native: dict[str, str] = field(default_factory=dict)  # pip stack name -> why its native build is missing
     image_fabric: dict[str, ImageFabric] = field(default_factory=dict)  # stack name -> its MPI's libfabric facts
+
+    def case_directory(self, label: str) -> Path:
+        """Where the case of this label writes (its output, its JSON): the only part of the work directory
+        mounted into its containers, at the same path. The runner's markers and journal lie outside it."""
+        return self.workdir / "cases" / label
 
     def build_failure(self, case: Case) -> str | None:
         """Why what this case runs could not be built: a pip stack's image and its native build fail apart,
@@ -128,15 +133,17 @@ def image_env(case: Case, host: HostFacts) -> dict[str, str]:
 def container(case: Case, resources: Resources, label: str, env: dict[str, str], argv: list[str] = (),
               *, per_rank: bool = False, mounts: list[str] = (), passthrough: list[str] = (),
               preserve_fds: int = 0) -> ContainerRun:
-    """One container of a case, with the campaign's work directory mounted at the same path. Ranks in
+    """One container of a case, with the case's own directory (and nothing else of the campaign's work
+    directory: a hostile benchmark must not reach the runner's markers or other cases) mounted at the same
+    path. Ranks in
     one container per rank share the host's IPC namespace (shared-memory transport) and process ids, unless the
     case's variant says otherwise (its shm_size, share_ipc and single_copy: how a fault campaign takes them away)."""
-    workdir = str(resources.workdir)
+    own = str(resources.case_directory(label))
     variant = case.variant
     share_ipc = per_rank if variant is None or variant.share_ipc is None else variant.share_ipc
     shm_size = {"shm_size": variant.shm_size} if variant is not None and variant.shm_size else {}
     return ContainerRun(image=resources.images[case.stack.name], argv=list(argv), env=env, label=label,
-                        mounts=[f"{workdir}:{workdir}", *mounts], share_ipc=share_ipc, share_pid=per_rank,
+                        mounts=[f"{own}:{own}", *mounts], share_ipc=share_ipc, share_pid=per_rank,
                         **shm_size,
                         single_copy=case.single_copy, passthrough=list(passthrough),
                         preserve_fds=preserve_fds)

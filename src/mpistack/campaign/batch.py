@@ -131,7 +131,9 @@ class BatchRun:
             if isinstance(launch, stages.Outcome):
                 self.on_outcome(case, launch)
                 continue
-            label = stages.case_label(self.context.campaign, case)
+            label = stages.case_label(self.context.campaign, case, self.context.resources.workdir.name)
+            # the case's directory, the one part of the work directory its containers get
+            self.context.resources.case_directory(label).mkdir(parents=True, exist_ok=True)
             self.keys[label] = case.key
             self.open[label] = OpenCase(case, launch, self.bundle_files.directory / label,
                                         {**launch.env, **step_env(case.stack.mpi_impl)})

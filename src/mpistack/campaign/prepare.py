@@ -4,13 +4,14 @@ need it, with the reason; the others still run."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from pathlib import Path
 from typing import Callable
 
 from ..approaches import HostFacts, Resources
 from ..approaches.fabric_facts import probe_image_fabric
-from ..cache import cache_dir
+from ..cache import cache_dir, private_directory
 from ..engines import EngineError, get_engine
 from ..images.build import build_stack
 from ..images.host_bench import build_host_bench, host_bench_path
@@ -23,20 +24,25 @@ from ..spec.pins import UnpinnedError
 from .build_times import record_build_time, recorded_build_times
 
 
-def workdir_for(campaign: Campaign) -> Path:
-    """Scratch for the campaign's benchmark JSON, mounted into containers at the same path (under Slurm, the
-    [slurm] table's workdir, on a file system every node sees). Known before the run, so that a dry run
-    prints the very paths the run uses."""
+def workdir_for(campaign: Campaign, store: str | None = None, campaign_id: int | None = None) -> Path:
+    """Scratch of one campaign run: its journal, its markers and a directory per case (the only part mounted
+    into the case's containers). Keyed by the store (`journal.store_identity`) and the campaign's id, never by
+    its name alone: two campaigns of one name in two stores, run at once, must not share it. Without an id
+    (a dry run, before the store gives one) the path ends in `-next`. Under Slurm it lies under the [slurm]
+    table's workdir, on a file system every node sees."""
+    key = hashlib.sha256((store or "").encode()).hexdigest()[:12]
+    name = f"{key}-{campaign_id if campaign_id is not None else 'next'}"
     if campaign.launcher == "slurm":
         shared = slurm.settings(campaign.slurm).workdir
         if shared:
-            return Path(shared).expanduser() / campaign.name
-    return cache_dir() / "work" / campaign.name
+            return Path(shared).expanduser() / name
+    return cache_dir() / "work" / name
 
 
-def planning_resources(campaign: Campaign, stacks: list[CampaignStack], host: HostFacts | None = None) -> Resources:
+def planning_resources(campaign: Campaign, stacks: list[CampaignStack], host: HostFacts | None = None,
+                       workdir: Path | None = None) -> Resources:
     """What planning needs, without building or running anything (a dry run stops here)."""
-    resources = Resources(engine=get_engine(campaign.engine), workdir=workdir_for(campaign),
+    resources = Resources(engine=get_engine(campaign.engine), workdir=workdir or workdir_for(campaign),
                           launcher=campaign.launcher, host=host if host is not None else HostFacts.probe())
     for stack in stacks:
         if stack.is_host:
@@ -50,7 +56,7 @@ def planning_resources(campaign: Campaign, stacks: list[CampaignStack], host: Ho
 
 def prepare(cases: list[Case], resources: Resources, say: Callable[[str], None] = print) -> None:
     """Build what the runnable cases need."""
-    resources.workdir.mkdir(parents=True, exist_ok=True)
+    private_directory(resources.workdir)
     runnable = [case for case in cases if not case.skip]
     for mpi in sorted({case.stack.entry.host for case in runnable if case.origin == "host"}):
         say(f"building mpistack-bench for the host's {mpi}")

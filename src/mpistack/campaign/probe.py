@@ -47,9 +47,10 @@ def describe(mpi: str) -> str:
     return " ".join(f"{key}={value}" for key, value in VERBOSE_ENV.get(mpi, {}).items())
 
 
-def probe_label(campaign: str, case: Case) -> str:
-    """The label of the probe's containers (to find and remove them), apart from every case's."""
-    return "mpistack-probe-" + hashlib.sha1(f"{campaign}\0{configuration(case)}".encode()).hexdigest()[:12]
+def probe_label(campaign: str, case: Case, run: str = "") -> str:
+    """The label of the probe's containers (to find and remove them), apart from every case's and from
+    those of another run (`run`: its work directory's name)."""
+    return "mpistack-probe-" + hashlib.sha1(f"{run}\0{campaign}\0{configuration(case)}".encode()).hexdigest()[:12]
 
 
 def probe_case(case: Case) -> Case:
@@ -65,7 +66,7 @@ def probe_case(case: Case) -> Case:
 
 def plan_probe(campaign: str, case: Case, resources: Resources) -> LaunchPlan:
     """The probe's exact command: no JSON output, its figures are not kept. Raises Refused."""
-    return approaches.plan(probe_case(case), resources, None, [], probe_label(campaign, case))
+    return approaches.plan(probe_case(case), resources, None, [], probe_label(campaign, case, resources.workdir.name))
 
 
 def failed(mpi: str, why: str) -> dict[str, str]:

@@ -18,11 +18,13 @@ import shlex
 import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Callable
 
 from sqlalchemy import Engine
 
 from .. import __version__, approaches
+from ..cache import read_regular_bytes
 from ..approaches import Refused, Resources
 from ..launchers import Execution, Launcher, LaunchPlan
 from ..parsers import ParseError, ParsedRun, parse_file, parse_text
@@ -79,24 +81,26 @@ class CaseContext:
     previous_case: str | None = None
 
 
-def case_label(campaign: Campaign, case: Case) -> str:
-    """A label for the case's containers and the name of its output: stable, so that a dry run prints
-    the very command the run executes."""
-    digest = hashlib.sha1(f"{campaign.name}\0{case.key}".encode()).hexdigest()[:12]
+def case_label(campaign: Campaign, case: Case, run: str = "") -> str:
+    """A label for the case's containers and the name of its directory: stable, so that a dry run prints
+    the very command the run executes. `run`: the name of the run's work directory (its store and campaign
+    id), so that campaigns of one name in two stores never end each other's containers."""
+    digest = hashlib.sha1(f"{run}\0{campaign.name}\0{case.key}".encode()).hexdigest()[:12]
     return f"mpistack-{digest}"
 
 
 def plan(campaign: Campaign, case: Case, resources: Resources) -> LaunchPlan:
-    label = case_label(campaign, case)
-    output = None if case.benchmark.program else resources.workdir / f"{label}.json"
+    label = case_label(campaign, case, resources.workdir.name)
+    output = None if case.benchmark.program else resources.case_directory(label) / "result.json"
     return approaches.plan(case, resources, output, list(campaign.benchmark_options), label)
 
 
 def parse(launch: LaunchPlan, execution: Execution) -> Parsed:
     """The benchmark's JSON when it wrote one, else its standard output as OSU text: from the file holding
     it when what the launcher kept in memory is cut (a large output is read as a stream, never whole)."""
-    if launch.output is not None and launch.output.is_file():
-        text, source = launch.output.read_text(errors="replace"), str(launch.output)
+    output = _case_file(launch.output)
+    if output is not None:
+        text, source = output, str(launch.output)
     elif execution.stdout_cut and execution.stdout_file is not None:
         try:
             return Parsed(parse_file(execution.stdout_file, errors="replace"))  # as the kept text is decoded
@@ -110,6 +114,17 @@ def parse(launch: LaunchPlan, execution: Execution) -> Parsed:
         return Parsed(parse_text(text, source))
     except ParseError as error:
         return Parsed([], str(error))
+
+
+def _case_file(path: Path | None) -> str | None:
+    """A file the case wrote, as text: only a regular file, never read through a link (the case's directory
+    is the case's to forge); None when there is none."""
+    if path is None:
+        return None
+    try:
+        return read_regular_bytes(path).decode(errors="replace")
+    except OSError:  # missing, a link, a FIFO: the case gave no output there
+        return None
 
 
 def classify(execution: Execution, parsed: Parsed, timeout: float, ranks: int | None = None) -> Outcome:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -26,6 +27,8 @@ from pathlib import Path
 
 #: the variable every process of a job inherits (the fallback finds the job's processes by it)
 JOB_VARIABLE = "MPISTACK_JOB"
+#: the names `Job.create` gives: KIND-PID-NUMBER-RANDOM
+JOB_NAME = re.compile(r"[a-z]+-[0-9]+-[0-9]+-[0-9a-f]{6}")
 _numbers = itertools.count()
 
 
@@ -99,8 +102,19 @@ class Job:
 
     @classmethod
     def from_record(cls, record: dict) -> "Job":
+        """The job a record (`record()`) names. ValueError unless it is one mpistack made: its name as
+        `create` makes them, its cgroup `mpistack-<name>` in the cgroup v2 hierarchy, reached without a link
+        or `..`; a record that names any other cgroup would make its ending end what is not the job's."""
+        ident = record.get("job")
+        if not isinstance(ident, str) or not JOB_NAME.fullmatch(ident):
+            raise ValueError(f"job {ident!r} is not a name mpistack gives its jobs")
         cgroup = Path(record["cgroup"]) if record.get("cgroup") else None
-        return cls(record["job"], cgroup, "")
+        if cgroup is not None:
+            mount = _cgroup2_mount()
+            if (mount is None or cgroup.name != f"mpistack-{ident}" or os.path.realpath(cgroup) != str(cgroup)
+                    or not cgroup.is_relative_to(mount)):
+                raise ValueError(f"cgroup {str(cgroup)!r} is not the cgroup mpistack made for job {ident}")
+        return cls(ident, cgroup, "")
 
     def record(self) -> dict:
         """What finds this job again from another process (end leftovers after a kill)."""

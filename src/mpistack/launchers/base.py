@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+from ..cache import UnsafePath, open_regular_file
 from ..spec.campaign import Placement
 
 #: how much of a case's stdout and of its stderr is kept in memory (the whole output is in a file): its head
@@ -92,16 +93,17 @@ class Launcher(Protocol):
 def read_capped(path: Path, cap: int = OUTPUT_CAP_BYTES) -> tuple[str, bool]:
     """A case's output file as text (undecodable bytes replaced), and whether it was cut: a file larger than
     `cap` bytes gives its first and last cap/2 bytes, cut at line ends, with a line between them saying
-    how much was left out and where the whole output is. A missing file is empty."""
+    how much was left out and where the whole output is. A missing file is empty, and so is one that is
+    not a regular file (a link the case made to a file of the host's is never read)."""
     try:
-        with path.open("rb") as handle:
+        with os.fdopen(open_regular_file(path), "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             if size <= cap:
                 return handle.read().decode(errors="replace"), False
             head = handle.read(cap // 2)
             handle.seek(size - cap // 2)
             tail = handle.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, UnsafePath):
         return "", False
     # whole lines only, unless a line is longer than half the cap
     head = head[: head.rfind(b"\n") + 1] or head

@@ -27,3 +27,15 @@ def sqlite_file(db: str | None) -> Path | None:
         return None
     path = url[len("sqlite:///"):]
     return None if path in ("", ":memory:") else Path(path)
+
+
+def store_identity(db: str | None) -> str:
+    """The store a name means, as a campaign's work directory and journal are keyed: its URL without the
+    password; a SQLite file by its absolute path (the same as campaign.journal.store_identity of the engine
+    opened from that name)."""
+    from sqlalchemy import make_url  # only where a campaign runs: the listing verbs never ask
+
+    url = make_url(resolve_url(db))
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        return f"sqlite:///{Path(url.database).resolve()}"
+    return url.render_as_string(hide_password=True)

@@ -79,6 +79,15 @@ def start_campaign(database: Engine, name: str, spec: dict) -> int:
         ).scalar_one()
 
 
+def next_campaign_id(database: Engine | None) -> int:
+    """The id the store would give the next campaign (1 for a store not yet made): what a dry run prints its
+    paths with. A guess where another campaign starts first, or where PostgreSQL's sequence skipped ids."""
+    if database is None:
+        return 1
+    with database.connect() as connection:
+        return (connection.execute(select(func.max(CampaignRow.id))).scalar() or 0) + 1
+
+
 def latest_campaign(database: Engine, name: str) -> int | None:
     """The id of the newest campaign of this name, or None."""
     with database.connect() as connection:
