@@ -1,10 +1,20 @@
 """Speed of the stack recipes: time to render the whole catalogue (goal < 1 s) and, when podman is
 usable, the build times of two stacks that share a base image and common layers (pip-mpich and
-pip-mpich5: same base, same toolchain and Python layers; the second builds those from cache).
+pip-mpich5: same base, same toolchain and Python layers; the second builds those from cache), then the
+cold and cached build times of each stack the catalogue compiles from source here (source-mpich-ofi,
+source-openmpi-ofi: MPICH and Open MPI from Debian's orig tarballs against Debian's libfabric-dev).
 
-    python benchmarks/recipes_speed.py            # render timing + both builds (first one --no-cache)
-    python benchmarks/recipes_speed.py --warm     # keep existing images/cache (both from cache)
+    python benchmarks/recipes_speed.py            # render timing + all builds (about an hour on 2 cores)
+    python benchmarks/recipes_speed.py --warm     # keep existing images/cache (pip builds from cache)
     python benchmarks/recipes_speed.py --no-build # render timing only
+    python benchmarks/recipes_speed.py --no-source  # leave out the source builds
+    python benchmarks/recipes_speed.py --only-source  # the source builds alone
+
+Source stacks: the first is built cold (--no-cache: everything but the base image), then again (every layer
+from cache). Each later one first loses its image and the layers of its own (podman rmi), then builds with the
+cache: its base, build-tool and libfabric layers, shared with the first, come from cache and its MPI is
+compiled, the cost of adding a stack; then again, all from cache. The layers two images share are counted from
+their root file systems.
 """
 
 from __future__ import annotations
@@ -58,17 +68,80 @@ def build_timing(first: str, second: str, warm: bool) -> int:
     return status
 
 
+SOURCE_STACKS = ("source-mpich-ofi", "source-openmpi-ofi")
+
+
+def _podman_usable():
+    from mpistack.engines import get_engine
+
+    engine = get_engine("podman")
+    if shutil.which("podman") is None:
+        return None
+    probe = subprocess.run(engine.command("info"), env=engine.env(), capture_output=True, text=True)
+    return engine if probe.returncode == 0 else None
+
+
+def _layers(engine, reference: str) -> list[str]:
+    return list(engine.inspect(reference).get("RootFS", {}).get("Layers") or [])
+
+
+def source_timing(names: tuple[str, ...]) -> int:
+    """Cold and cached build times of each source stack, and the layers the images share."""
+    from mpistack.images.baseimage import make_base_image
+    from mpistack.images.build import build_stack
+    from mpistack.spec import catalogue
+
+    engine = _podman_usable()
+    if engine is None:
+        print("source builds: skipped (podman not usable here)")
+        return 0
+    base = make_base_image(engine, "debian:bookworm")
+    print(f"base image: {base.message}" + (f" ({base.seconds:.0f} s)" if base.created else ""))
+    status = 0
+    for index, name in enumerate(names):
+        reference = catalogue.load(name).image_ref()
+        if index == 0:
+            cold = build_stack(name, "podman", quiet=True, no_cache=True)
+            how = "cold (--no-cache)"
+        else:
+            engine.remove_image(reference)  # its own layers go with it; the shared ones stay in use
+            cold = build_stack(name, "podman", quiet=True)
+            how = f"cold but for the layers shared with {names[0]}"
+        print(f"build {name}: {cold.seconds:.0f} s {how}" + ("" if cold.ok else f" FAILED (log {cold.log_path})"),
+              flush=True)
+        if not cold.ok:
+            status = 1
+            continue
+        cached = build_stack(name, "podman", quiet=True)
+        print(f"build {name}: {cached.seconds:.1f} s cached" + ("" if cached.ok else f" FAILED (log "
+                                                                                   f"{cached.log_path})"), flush=True)
+        status |= 0 if cached.ok else 1
+    built = [catalogue.load(name).image_ref() for name in names if engine.image_exists(catalogue.load(name).image_ref())]
+    if len(built) > 1:
+        first = _layers(engine, built[0])
+        for other in built[1:]:
+            layers = _layers(engine, other)
+            shared = next((i for i, (a, b) in enumerate(zip(first, layers)) if a != b), min(len(first), len(layers)))
+            print(f"{other} shares its first {shared} of {len(layers)} layers with {built[0]}")
+    return status
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-build", action="store_true", help="render timing only")
     parser.add_argument("--warm", action="store_true", help="keep existing images and build cache")
     parser.add_argument("--first", default="pip-mpich")
     parser.add_argument("--second", default="pip-mpich5")
+    parser.add_argument("--no-source", action="store_true", help="leave out the source stacks' builds")
+    parser.add_argument("--only-source", action="store_true", help="the source stacks' builds alone")
     args = parser.parse_args()
     render_timing()
     if args.no_build:
         return 0
-    return build_timing(args.first, args.second, args.warm)
+    status = 0 if args.only_source else build_timing(args.first, args.second, args.warm)
+    if not args.no_source:
+        status |= source_timing(SOURCE_STACKS)
+    return status
 
 
 if __name__ == "__main__":

@@ -192,7 +192,7 @@ def test_pip_recipe_lists_the_wheel_as_a_pinned_download(seed_stack, x86_64):
     recipe = render(seed_stack("pip-mpich"))
     assert recipe.downloads == [{"component": "mpich-wheel-x86_64", "version": "4.3.2",
                                  "url": "https://pypi.org/pypi/mpich/4.3.2/json", "sha256": MPICH_4_3_2_X86_64,
-                                 "source": recipe.downloads[0]["source"]}]
+                                 "source": recipe.downloads[0]["source"], "origin": "upstream", "file": None}]
     assert recipe.downloads[0]["source"].startswith("PyPI JSON API https://pypi.org/pypi/mpich/VERSION/json")
     assert f"mpich==4.3.2 --hash=sha256:{MPICH_4_3_2_X86_64}" in recipe.apptainer
     assert "pip install --no-cache-dir mpich" not in recipe.containerfile + recipe.apptainer

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..engines import Engine, EngineError
+from ..recipes.sources import host_debian_mirrors
 
 DEBIAN_SUITES = {"bookworm", "trixie", "bullseye", "sid", "stable", "testing", "unstable", "oldstable"}
 DEFAULT_INCLUDE = ("ca-certificates",)
@@ -49,43 +50,11 @@ def local_tag(name: str) -> str:
     return f"localhost/{distro}:{suite}"
 
 
-def _mirrors_from_text(text: str) -> list[str]:
-    mirrors: list[str] = []
-    # one-line format: deb [opts] URI suite components
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("deb "):
-            parts = re.sub(r"\[[^\]]*\]", "", line).split()
-            if len(parts) >= 2:
-                mirrors.append(parts[1])
-    # deb822 format: stanzas with Types: deb / URIs: ...
-    for stanza in re.split(r"\n\s*\n", text):
-        fields = {}
-        for line in stanza.splitlines():
-            if ":" in line and not line.lstrip().startswith("#"):
-                key, _, value = line.partition(":")
-                fields[key.strip().lower()] = value.strip()
-        if "deb" in fields.get("types", "").split() and fields.get("uris"):
-            mirrors.extend(fields["uris"].split())
-    return mirrors
-
-
 def host_debian_mirror(root: Path = Path("/etc/apt")) -> str:
     """The first Debian archive mirror configured on this host (security archives skipped)."""
-    files = []
-    if (root / "sources.list").is_file():
-        files.append(root / "sources.list")
-    if (root / "sources.list.d").is_dir():
-        files += sorted(p for p in (root / "sources.list.d").iterdir() if p.suffix in (".list", ".sources"))
-    candidates: list[str] = []
-    for path in files:
-        try:
-            candidates += _mirrors_from_text(path.read_text(errors="replace"))
-        except OSError:
-            continue
-    for uri in candidates:
-        if "security" not in uri and uri.startswith(("http://", "https://", "file:/")):
-            return uri.rstrip("/")
+    mirrors = host_debian_mirrors(root)
+    if mirrors:
+        return mirrors[0]
     raise EngineError("no Debian mirror found in /etc/apt/sources.list or /etc/apt/sources.list.d/*; "
                       "pass --mirror URL")
 

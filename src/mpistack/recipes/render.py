@@ -18,6 +18,7 @@ from ..data import data_path
 from ..spec.stack import Stack
 from .blocks import BUILD_BASE, DISTRO_BASE, PipMpiBlock, Step, blocks_for, environment
 from .escaping import UnsafeValue, shell
+from .sources import CONTEXT_SOURCES, SOURCES_MOUNT
 from ..spec.pins import UnpinnedError
 
 
@@ -41,6 +42,8 @@ class Recipe:
     runtime_packages: list[str]
     downloads: list[dict] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)  # build secrets the Containerfile mounts
+    #: files from mirror directories, {name in the context's sources/: host path}
+    mirrored: dict[str, str] = field(default_factory=dict)
 
     @property
     def image(self) -> str:
@@ -111,17 +114,21 @@ def _render(stack: Stack, versions_path: Path | None, *, allow_unpinned: bool, s
     ctx = dict(stack=stack, version=__version__, steps=steps, build_packages=build_packages,
                common_packages=common_packages, extra_packages=extra_packages,
                runtime_packages=runtime_packages, env=env, labels=labels, multistage=stack.multistage,
-               runtime_image=stack.base.runtime_image or stack.base.image, copies=copies, secrets=secrets)
+               runtime_image=stack.base.runtime_image or stack.base.image, copies=copies, secrets=secrets,
+               context_sources=CONTEXT_SOURCES, sources_mount=SOURCES_MOUNT)
     jenv = environment()
     containerfile = jenv.get_template("containerfile.j2").render(**ctx).strip() + "\n"
+    mirrored = {s.pin.filename: s.pin.local_path for s in steps if s.pin and s.pin.local_path}
     files = [f for s in steps for f in s.files]
+    files += [(f"{CONTEXT_SOURCES}/{name}", f"{SOURCES_MOUNT}/{name}") for name in mirrored]
     bootstrap = "localimage" if stack.base.image.startswith("localhost/") else "docker"
     apptainer = jenv.get_template("apptainer.def.j2").render(bootstrap=bootstrap, files=files, **ctx).strip() + "\n"
     downloads = [{"component": s.pin.component, "version": s.pin.version, "url": s.pin.url,
-                  "sha256": s.pin.sha256, "source": s.pin.source} for s in steps if s.pin]
+                  "sha256": s.pin.sha256, "source": s.pin.source, "origin": s.pin.origin,
+                  "file": s.pin.local_path or None} for s in steps if s.pin]
     mounted = _unique(name for s in steps if s.commands for name, _ in s.secrets if name in secrets)
     return Recipe(stack, containerfile, apptainer, steps, labels, env, build_packages, runtime_packages, downloads,
-                  mounted)
+                  mounted, mirrored)
 
 
 # -- build context ----------------------------------------------------------------------------------
@@ -264,5 +271,17 @@ def write_context(recipe: Recipe, directory: Path) -> Path:
         if pip.cert:
             shutil.copyfile(pip.cert, pip_dir / "ca-bundle.crt")
             os.chmod(pip_dir / "ca-bundle.crt", PIP_CONFIG_MODE)
+    sources = directory / CONTEXT_SOURCES
+    if sources.exists():
+        shutil.rmtree(sources)
+    if recipe.mirrored:
+        sources.mkdir()
+        for name, host_path in recipe.mirrored.items():
+            # a copy (not a link: the build reads the context, not the host); the build verifies it
+            try:
+                shutil.copyfile(host_path, sources / name)
+            except OSError as error:
+                raise RecipeError(f"mirror file {host_path}: cannot copy it into the build context: "
+                                  f"{error.strerror or error}") from None
     _write(directory / ".containerignore", "bench/build*\n")
     return directory / "Containerfile"

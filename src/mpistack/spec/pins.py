@@ -39,10 +39,24 @@ class Pinned:
     sha256: str
     source: str
     package: str = ""  # a wheel's PyPI project (pinned_wheel); "" for a source download
+    #: where the file is fetched from: "upstream" (url), "debian" (url, in the Debian archive) or a mirror
+    #: directory's path (the file ``local_path`` there is a copy of url's, taken into the build context)
+    origin: str = "upstream"
+    local_path: str = ""
 
     @property
     def filename(self) -> str:
         return self.url.rsplit("/", 1)[-1]
+
+    def describe(self) -> str:
+        """Where the file comes from and what vouches for it, in one line (the Containerfile's comment)."""
+        if self.local_path:
+            where = f"mirror directory {self.local_path} (a copy of {self.url})"
+        elif self.origin == "debian":
+            where = f"the Debian archive {self.url}"
+        else:
+            where = self.url
+        return f"{self.component} {self.version} from {where}, sha256 {self.sha256} (pinned from {self.source})"
 
     @property
     def requirement(self) -> str:
@@ -67,7 +81,28 @@ def _load(path: str) -> dict:
                 raise ValueError(f"{path}: {name}.versions.{version[:40]!r}: expected a release version such as 4.3.1")
             if sha and not SHA256_RE.fullmatch(sha):
                 raise ValueError(f"{path}: {name}.versions.{version!r}: not a sha256 ({sha!r})")
+        if "debian" in entry:
+            _check_debian(entry["debian"], f"{path}: {name}.debian")
     return data
+
+
+def _check_debian(entry: object, where: str) -> None:
+    """A component's Debian orig tarballs: `package` and, per upstream version, `file`, `sha256` and `dsc` (the
+    source package's .dsc, whose Checksums-Sha256 field the sha256 is copied from)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("package"), str) \
+            or not re.fullmatch(r"[a-z0-9][a-z0-9+.-]+", entry["package"]):
+        raise ValueError(f"{where}.package: expected a Debian source package name such as mpich")
+    for version, pin in (entry.get("versions") or {}).items():
+        here = f"{where}.versions.{version[:40]!r}"
+        if not is_release_version(version):
+            raise ValueError(f"{here}: expected an upstream release version such as 4.0.2")
+        if not isinstance(pin, dict) or set(pin) != {"file", "sha256", "dsc"}:
+            raise ValueError(f"{here}: expected a table with file, sha256 and dsc (got {pin!r})")
+        if not FILENAME_RE.fullmatch(str(pin["file"])):
+            raise ValueError(f"{here}.file: expected the orig tarball's file name (got {pin['file']!r})")
+        if not SHA256_RE.fullmatch(str(pin["sha256"])):
+            raise ValueError(f"{here}.sha256: not a sha256 ({pin['sha256']!r})")
+        check_url(str(pin["dsc"]), f"{here}.dsc")
 
 
 def check_url(url: str, where: str) -> str:
@@ -171,3 +206,29 @@ def pinned_wheel(impl: str, version: str, *, stack: str, machine: str | None = N
             f"(https://pypi.org/pypi/{impl}/{version}/json) to {VERSIONS_FILE.name} before building")
     pin = pinned(component, version, field=f"{stack}: mpi.version", path=path)
     return Pinned(pin.component, pin.version, pin.url, pin.sha256, pin.source, package=impl)
+
+
+#: Debian's archive when the host names none (apt's sources): the CDN the Debian project runs
+DEBIAN_ARCHIVE = "https://deb.debian.org/debian"
+
+
+def debian_pool_directory(package: str) -> str:
+    """Where a source package's files lie in the archive (Debian Policy: pool/COMPONENT/INITIAL/PACKAGE, the
+    initial being the first four letters of a lib* package)."""
+    initial = package[:4] if package.startswith("lib") else package[0]
+    return f"pool/main/{initial}/{package}"
+
+
+def pinned_debian(component: str, version: str, archive: str = DEBIAN_ARCHIVE, *,
+                  path: Path | None = None) -> Pinned | None:
+    """``component`` ``version``'s orig tarball in the Debian archive at ``archive``, with the sha256 its .dsc
+    publishes; None when versions.toml pins none for that release."""
+    entry = table(path).get(component, {}).get("debian")
+    pin = (entry or {}).get("versions", {}).get(version)
+    if not pin:
+        return None
+    url = check_url(f"{archive.rstrip('/')}/{debian_pool_directory(entry['package'])}/{pin['file']}",
+                    f"{component} {version} in the Debian archive {archive}")
+    return Pinned(component, version, url, pin["sha256"],
+                  f"Debian source package {entry['package']}, Checksums-Sha256 of {pin['dsc']}", origin="debian")
+

@@ -197,7 +197,16 @@ class Mpi(Component):
         return self.device.split(":")[-1]
 
 
+#: Debian's libfabric development package, and the -dev packages of the libraries its libfabric.so links to
+#: (Debian's libfabric lists -lpsm_infinipath -lpsm2 -lrdmacm for linking): an MPI built against it links
+#: only with all of them installed
+APT_LIBFABRIC_PACKAGES = ("libfabric-dev", "libpsm-infinipath1-dev", "libpsm2-dev", "librdmacm-dev")
+
+
 class Libfabric(Component):
+    #: "source": built from its release tarball; "apt": the distribution's libfabric-dev of this version, as
+    #: centres that build MPI against the system's libfabric do (nothing is compiled)
+    channel: Literal["source", "apt"] = "source"
     providers: list[str] = Field(default_factory=list, description="providers to enable; others libfabric default")
     disable: list[str] = Field(default_factory=list, description="providers to disable explicitly")
     cuda: Tristate = None
@@ -216,6 +225,19 @@ class Libfabric(Component):
             if name not in known:
                 raise ValueError(f"unknown libfabric provider {name!r}: expected one of {', '.join(sorted(known))}")
         return v
+
+    @model_validator(mode="after")
+    def _apt_builds_nothing(self) -> "Libfabric":
+        if self.channel == "apt":
+            # the package is what it is: build options would be silently ignored
+            chosen = [name for name in ("providers", "disable", "configure") if getattr(self, name)]
+            chosen += [name for name in ("cuda", "rocm", "gdrcopy", "xpmem") if getattr(self, name) is not None]
+            if chosen:
+                raise ValueError(f"channel 'apt' installs the distribution's libfabric as it is built: remove "
+                                 f"{', '.join(chosen)} (build options of channel 'source')")
+            if self.prefix != "/usr":
+                raise ValueError(f"channel 'apt' installs libfabric under /usr: remove prefix (got {self.prefix!r})")
+        return self
 
 
 class Ucx(Component):
@@ -250,6 +272,30 @@ class Pmix(Component):
     pass
 
 
+#: the mirror names a stack or the user's mirrors.toml may list, beside absolute directory paths
+MIRROR_NAMES = ("upstream", "debian")
+
+
+def check_mirror(value: str) -> str:
+    """A source mirror: "upstream" (each component's own URL), "debian" (the Debian archive's orig tarball)
+    or an absolute path of a directory holding release tarballs."""
+    if value in MIRROR_NAMES:
+        return value
+    if len(value) <= PATH_MAX and PATH_RE.fullmatch(value):
+        return value
+    raise ValueError(f"expected 'upstream', 'debian' or a directory's absolute path of letters, digits and "
+                     f"._+@~/- (got {value[:100]!r})")
+
+
+Mirror = Annotated[str, AfterValidator(check_mirror)]
+
+
+class Sources(_Model):
+    #: where release tarballs come from, tried in this order (after the user's mirrors.toml) for each
+    #: component; each component's upstream URL comes last unless "upstream" is listed
+    mirrors: list[Mirror] = Field(default_factory=list)
+
+
 class Benchmarks(_Model):
     #: mpistack-bench from this repository's bench/ is always built
     mpistack_bench: Literal[True] = True
@@ -282,6 +328,8 @@ class Stack(_Model):
     libcxi: Libcxi | None = None
     pmix: Pmix | None = None
     benchmarks: Benchmarks = Field(default_factory=Benchmarks)
+    #: source mirrors of this stack (None: the user's, then upstream)
+    sources: Sources | None = None
     env: dict[str, str] = Field(default_factory=dict, description="ENV baked into the image")
     #: the file it was loaded from (not part of the TOML)
     path: str | None = Field(None, exclude=True)

@@ -17,8 +17,9 @@ from pathlib import Path
 import jinja2
 
 from ...spec.stack import Stack, Tristate
-from ...spec.pins import Pinned, pinned
+from ...spec.pins import Pinned
 from ..escaping import FILTERS
+from ..sources import SOURCES_MOUNT, resolve
 
 STAGE = "/opt/mpistack/stage"
 
@@ -68,11 +69,16 @@ class Step:
     pin: Pinned | None = None
     # build secrets the RUN may mount, (id, path in the build): mounted only when the build supplies them
     secrets: list[tuple[str, str]] = field(default_factory=list)
+    # a layer stacks share (a distribution package): placed right after the build tools, before the packages
+    # of the other blocks, which differ between stacks, so that every stack on the base reuses it
+    shared_layer: bool = False
 
 
 def fetch_context(pin: Pinned, dir: str) -> dict:
-    return {"url": pin.url, "sha256": pin.sha256, "file": pin.filename, "dir": dir,
-            "component": pin.component, "version": pin.version}
+    # a mirror directory's file is mounted into the build (SOURCES_MOUNT) instead of downloaded
+    local = f"{SOURCES_MOUNT}/{pin.filename}" if pin.local_path else ""
+    return {"url": pin.url, "sha256": pin.sha256, "file": pin.filename, "dir": dir, "local": local,
+            "origin": pin.local_path or pin.url, "component": pin.component, "version": pin.version}
 
 
 def fetch_lines(pin: Pinned, dir: str = "/tmp/src") -> list[str]:
@@ -96,7 +102,8 @@ class Block:
         return ""
 
     def pin(self, component: str, version: str, field_name: str) -> Pinned:
-        return pinned(component, version, field=field_name, path=self.versions_path)
+        """The pinned file of a release, from the first of the stack's mirrors that holds one (..sources)."""
+        return resolve(self.stack, component, version, field=field_name, versions_path=self.versions_path)
 
     def gpu_path(self, value: Tristate) -> Tristate:
         """A component's cuda/rocm option: True means the stack's GPU toolkit prefix."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ...registry import BLOCKS
+from ...spec.stack import APT_LIBFABRIC_PACKAGES
+from ..escaping import shell
 from .base import Block, Step, fetch_context, render_lines, tristate, built_from_source
 
 
@@ -37,6 +39,8 @@ class LibfabricBlock(Block):
     def step(self) -> Step:
         comp = self.stack.libfabric
         assert comp is not None
+        if comp.channel == "apt":
+            return self.apt_step()
         pin = self.pin("libfabric", comp.version, "libfabric.version")
         lines = render_lines("autotools.sh.j2", prefix=comp.prefix, autogen=False, pre=[],
                              configure_cmd="./configure", configure=self.configure_args(), stage=self.stage,
@@ -47,3 +51,19 @@ class LibfabricBlock(Block):
                                                                 if comp.providers else ""),
                     commands=lines, pin=pin, build_packages=extra, runtime_packages=runtime,
                     copies=[comp.prefix] if self.stage else [])
+
+    def apt_step(self) -> Step:
+        """The distribution's libfabric-dev, checked to be the version the stack names (pkg-config's
+        --modversion: a different release in the archive stops the build rather than mislabel the image)."""
+        comp = self.stack.libfabric
+        assert comp is not None
+        packages = " ".join(shell(p) for p in APT_LIBFABRIC_PACKAGES)
+        found = "$(pkg-config --modversion libfabric)"
+        mismatch = shell(f"mpistack: the distribution's libfabric-dev is not libfabric {comp.version} "
+                         "(libfabric.channel = 'apt' installs the archive's release): found ")
+        commands = ["apt-get update",
+                    f"apt-get install -y --no-install-recommends {packages}",
+                    "rm -rf /var/lib/apt/lists/*",
+                    f'test "{found}" = {shell(comp.version)} || {{ echo {mismatch}"{found}" >&2; exit 1; }}']
+        return Step("libfabric", f"libfabric {comp.version} from the distribution (libfabric-dev; not built)",
+                    commands=commands, runtime_packages=["libfabric1"], shared_layer=True)
