@@ -279,6 +279,61 @@ def check_command(
     raise typer.Exit(1 if n_err else 0)
 
 
+@stack_app.command("sources")
+def sources_command(
+    name: NameArg,
+    verify: Annotated[bool, typer.Option("--verify", help="tie each Debian orig-tarball pin to the archive's signed "
+                                                          "InRelease (downloads the suite's Sources index, ~10 MB)")]
+    = False,
+    suite: Annotated[Optional[str], typer.Option("--suite", help="the Debian suite --verify reads \\[default: the "
+                                                                 "stack's base suite, else bookworm]")] = None,
+) -> None:
+    """Where each source of a stack comes from (upstream, the Debian archive or a mirror directory: the user's
+    ~/.config/mpistack/mirrors.toml, then the stack's [sources]), with its pinned sha256 and where that was
+    published."""
+    from ..recipes import RecipeError, render
+    from ..recipes.debian_archive import ArchiveCheckError, check_debian_pin, verified_sources
+
+    s = _load(name)
+    try:
+        recipe = render(s)
+    except RecipeError as error:
+        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    if not recipe.downloads:
+        out.print(f"{s.name} downloads nothing ({s.mode} mode: {s.mpi.channel})", highlight=False)
+        return
+    for download in recipe.downloads:
+        origin = {"upstream": "upstream", "debian": "Debian archive"}.get(download["origin"], "mirror directory")
+        out.print(f"[bold]{escape(download['component'])} {escape(download['version'])}[/bold]  {origin}",
+                  highlight=False)
+        out.print(escape(f"  {download['file'] or download['url']}"), highlight=False, soft_wrap=True)
+        if download["file"]:
+            out.print(escape(f"  a copy of {download['url']}"), highlight=False, soft_wrap=True)
+        out.print(f"  sha256 {download['sha256']}", highlight=False, soft_wrap=True)
+        out.print(escape(f"  pinned from {download['source']}"), highlight=False)
+    debian = [d for d in recipe.downloads if d["origin"] == "debian" or "Debian source package" in d["source"]]
+    if not verify:
+        return
+    if not debian:
+        err.print(f"--verify: {s.name} has no Debian orig tarball to check", highlight=False)
+        return
+    suite = suite or (s.base.make.partition(":")[2] if s.base.make and s.base.make.startswith("debian:") else "")
+    suite = suite or "bookworm"
+    archive = next(d["url"] for d in debian).split("/pool/", 1)[0]
+    try:
+        _, index = verified_sources(archive, suite)
+        for download in debian:
+            check = check_debian_pin(download["component"], download["version"], archive, suite, sources=index)
+            out.print(f"[green]verified[/green] {escape(check.component)} {escape(check.version)} "
+                      f"(Debian {escape(check.package)} {escape(check.debian_version)}, {suite}):", highlight=False)
+            for step in check.steps:
+                out.print(escape(f"  {step}"), highlight=False)
+    except ArchiveCheckError as error:
+        err.print(f"[red]not verified:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
 def _progress_printer():
     step_re = re.compile(r"^(STEP \d+/\d+|\[\d+/\d+\] STEP \d+/\d+):")
 

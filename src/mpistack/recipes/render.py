@@ -18,7 +18,7 @@ from ..data import data_path
 from ..spec.stack import Stack
 from .blocks import BUILD_BASE, DISTRO_BASE, PipMpiBlock, Step, blocks_for, environment
 from .escaping import UnsafeValue, shell
-from .sources import CONTEXT_SOURCES, SOURCES_MOUNT
+from .sources import CONTEXT_SOURCES, SOURCES_MOUNT, MirrorError
 from ..spec.pins import UnpinnedError
 
 
@@ -82,6 +82,8 @@ def render(stack: Stack, versions_path: Path | None = None, *, allow_unpinned: b
         return _render(stack, versions_path, allow_unpinned=allow_unpinned, secrets=frozenset(secrets))
     except UnsafeValue as error:
         raise RecipeError(f"{stack.path or stack.name}: {error}") from None
+    except MirrorError as error:  # the user's mirrors.toml: its message names the file and the key
+        raise RecipeError(str(error)) from None
 
 
 def _render(stack: Stack, versions_path: Path | None, *, allow_unpinned: bool, secrets: frozenset[str]) -> Recipe:
