@@ -24,7 +24,7 @@ from ..spec.case import Case
 from ..spec.status import RunStatus
 from ..store.campaigns import campaign_statuses, finished_case_keys, lock_campaign, start_campaign, unlock_campaign
 from ..store.database import StoreUnavailable
-from . import journal, probe, schedule, stages
+from . import journal, preflight, probe, schedule, stages
 from .bounds import measure_for_campaign
 from .batch import BatchRun
 from .matrix import expand, resolve_stacks
@@ -53,15 +53,33 @@ class SessionResult:
     failed: int = 0  # runs of the campaign that did not end ok (or skipped), earlier runs' included
     kept: Path | None = None  # the work directory, kept for a campaign that failed or stopped; else removed
     replayed: int = 0  # cases stored from the journal an earlier run left
+    ok: int = 0  # runs of the campaign that ended ok, earlier runs' included
 
 
 def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
-            database: Engine | None = None) -> int:
-    """Print every case with the exact command the run would execute, how long the cases should take (from
-    `database`'s earlier runs, when given) and the images the run would build; builds and runs nothing."""
+            database: Engine | None = None, needs: preflight.VerdictNeeds | None = None) -> int:
+    """Print what the run would do, opening with its summary and warnings (campaign/preflight.py), then every
+    case with the exact command the run would execute, how long the cases should take (from `database`'s
+    earlier runs, when given) and the images the run would build; builds and runs nothing. `needs`: what
+    the analysis needs for a verdict (warned about when repeats fall short)."""
     stacks = resolve_stacks(campaign)
     cases = expand(campaign, stacks)
     resources = planning_resources(campaign, stacks, host)
+    size = estimate(campaign, cases, database)
+    found = preflight.survey(campaign, cases, resources, needs)
+    checker = preflight.checker(resources)
+    if checker is not None:
+        found.warnings += preflight.check_options(campaign, cases, checker)
+    console.print(f"campaign {escape(campaign.name)}: {escape(size.describe())}", highlight=False)
+    _print_survey(console, found)
+    if checker is None:
+        console.print("[dim]benchmark options not checked: no mpistack-bench is built yet (the run checks "
+                      "them before it launches anything)[/dim]", highlight=False)
+    if reason := size.too_large():
+        console.print(f"[yellow]the run asks for --yes[/yellow]: {escape(reason)}", highlight=False)
+    reasons = {reason: number for number, reason in enumerate(found.skipped, start=1)}
+    order = schedule.describe_order(campaign.order, campaign.seed, cases)
+    console.print(f"the launches, {escape(order)}:", highlight=False)
     before = None
     for index, case in enumerate(cases, start=1):
         if line := schedule.heading(case, before):
@@ -69,7 +87,7 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
         before = case
         console.print(f"[bold]{index:>4}[/bold] {escape(case.key)}  · block {case.block}", highlight=False)
         if case.skip:
-            console.print(f"      skipped: {escape(case.skip)}", highlight=False)
+            console.print(f"      skipped [{reasons[preflight.first_line(case.skip)]}]", highlight=False)
             continue
         try:
             launch = stages.plan(campaign, case, resources)
@@ -77,14 +95,10 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
             console.print(f"      {escape(str(undecided))}", highlight=False)
             continue
         except Refused as refused:
-            console.print(f"      skipped: {escape(str(refused))}", highlight=False)
+            console.print(f"      skipped [{reasons[preflight.first_line(str(refused))]}]", highlight=False)
             continue
         console.print(f"      {escape(shlex.join(launch.argv))}", highlight=False, soft_wrap=True)
-    order = schedule.describe_order(campaign.order, campaign.seed, cases)
-    size = estimate(campaign, cases, database)
-    console.print(f"{escape(size.describe())}; {order}", highlight=False)
-    if reason := size.too_large():
-        console.print(f"[yellow]the run asks for --yes[/yellow]: {escape(reason)}", highlight=False)
+    console.print(escape(size.describe()), highlight=False)
     missing = missing_images(cases, resources)
     if missing is None:
         console.print(f"images: cannot tell which are missing ({escape(campaign.engine)} is not available)",
@@ -93,7 +107,17 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
         console.print(f"{len(missing)} image(s) missing, built by the run:", highlight=False)
         for line in missing:
             console.print(f"      {escape(line)}", highlight=False)
+    if found.warnings:
+        console.print(f"[yellow]{len(found.warnings)} warning(s)[/yellow], at the top", highlight=False)
     return len(cases)
+
+
+def _print_survey(console: Console, found: preflight.Preflight) -> None:
+    """The launches per stack and approach, the skip reasons (numbered, each once with its count), warnings."""
+    for line in preflight.summary(found):
+        console.print(escape(line), highlight=False)
+    for warning in found.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
 
 
 def with_seed(campaign: Campaign) -> Campaign:
@@ -104,14 +128,15 @@ def with_seed(campaign: Campaign) -> Campaign:
 
 
 def run(campaign: Campaign, database: Engine, console: Console, *, resume: bool = False, force: bool = False,
-        yes: bool = False) -> SessionResult:
+        yes: bool = False, needs: preflight.VerdictNeeds | None = None) -> SessionResult:
     """Run the campaign's cases (the ones its latest run left, with `resume`), holding its lock in the store:
     a second runner of the same campaign is refused (CampaignLocked). `force`: resume although the campaign
     file changed (CampaignChanged otherwise); `yes`: run a campaign beyond the size guard (CampaignTooLarge
-    otherwise). StoreLost when the store goes away for good mid-campaign."""
+    otherwise). StoreLost when the store goes away for good mid-campaign. `needs`: as for `dry_run`; benchmark
+    options mpistack-bench rejects stop the run before anything launches (CampaignError)."""
     lock_campaign(database, campaign.name)
     try:
-        return _run(campaign, database, console, resume, force, yes)
+        return _run(campaign, database, console, resume, force, yes, needs)
     finally:
         try:
             unlock_campaign(database, campaign.name)
@@ -120,7 +145,7 @@ def run(campaign: Campaign, database: Engine, console: Console, *, resume: bool 
 
 
 def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, force: bool,
-         yes: bool) -> SessionResult:
+         yes: bool, needs: preflight.VerdictNeeds | None = None) -> SessionResult:
     start = time.monotonic()
     campaign_id, campaign = resumed(campaign, database, force) if resume else (None, campaign)
     campaign = with_seed(campaign)
@@ -138,6 +163,9 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
                       highlight=False)
 
     replayed = _replay(database, kept, console, store_retry)
+    checker = preflight.checker(resources, build=True)
+    if checker is not None and (rejected := preflight.check_options(campaign, cases, checker)):
+        raise CampaignError("\n".join(rejected) + "\nnothing was launched")
     if campaign_id is None:
         campaign_id = start_campaign(database, campaign.name, recorded_spec(campaign))
     done = finished_case_keys(database, campaign_id)
@@ -146,6 +174,8 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
     console.print(f"campaign {escape(campaign.name)} (#{campaign_id}): {len(todo)} case(s) to run"
                   + (f", {already} already done" if already else "") + f"; order seed {campaign.seed}; "
                   + escape(size.describe()), highlight=False)
+    found = preflight.survey(campaign, todo, resources, needs)
+    _print_survey(console, found)
     prepare(todo, resources, say=lambda text: console.print(f"[dim]{escape(text)}[/dim]"))
     measure_for_campaign(campaign, campaign_id, todo, database, console)  # what the machine allows, stored with it
     batch = LAUNCHERS.get(campaign.launcher).capabilities.get("batch")
@@ -156,7 +186,7 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
                                  tags={**campaign.tags, "campaign": campaign.name}, journal=kept,
                                  on_store_retry=store_retry)
     try:
-        ran, interrupted = (_run_batched if batch else _run_locally)(context, todo, console)
+        ran, interrupted = (_run_batched if batch else _run_locally)(context, todo, console, found)
     except StoreUnavailable as error:
         waiting = len(kept.pending())
         raise StoreLost(f"{error}. The campaign stopped: {waiting} finished case(s) the store did not take are kept "
@@ -164,13 +194,14 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
                         f"{campaign.path or 'CAMPAIGN'} --resume` stores them first and runs the rest") from error
     if interrupted:
         console.print("[yellow]interrupted[/yellow]: finished cases are stored; `--resume` runs the rest")
-    failed = sum(count for status, count in campaign_statuses(database, campaign_id).items()
+    statuses = campaign_statuses(database, campaign_id)
+    failed = sum(count for status, count in statuses.items()
                  if status not in (RunStatus.OK.value, RunStatus.SKIPPED.value))
     workdir = resources.workdir if interrupted or failed or kept.pending() else None
     if workdir is None:
         shutil.rmtree(resources.workdir, ignore_errors=True)  # scratch of a campaign that ended well
     return SessionResult(campaign_id, ran, already, interrupted, time.monotonic() - start, failed, workdir,
-                         replayed)
+                         replayed, statuses.get(RunStatus.OK.value, 0))
 
 
 def _replay(database: Engine, kept: journal.Journal, console: Console, on_retry) -> int:
@@ -185,10 +216,12 @@ def _replay(database: Engine, kept: journal.Journal, console: Console, on_retry)
 
 
 class _Display:
-    """A progress bar over the cases and a line per case as it ends."""
+    """A progress bar over the cases and a line per case as it ends; a skip is said once per reason (the
+    reasons the run's start announced not at all), and counted at the end."""
 
-    def __init__(self, console: Console, total: int):
+    def __init__(self, console: Console, total: int, announced: preflight.Preflight | None = None):
         self.console, self.total, self.done = console, total, 0
+        self.announced, self.skipped, self.reasons = announced, 0, set()
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True)
         self.task = self.progress.add_task("cases", total=total)
@@ -199,12 +232,21 @@ class _Display:
 
     def __exit__(self, *exc) -> None:
         self.progress.__exit__(*exc)
+        if self.skipped:
+            self.console.print(f"{self.skipped} case(s) skipped, each reason said once above", highlight=False)
 
     def describe(self, text: str) -> None:
         self.progress.update(self.task, description=escape(text))
 
     def ended(self, case, outcome: stages.Outcome) -> None:
         self.done += 1
+        if outcome.status is RunStatus.SKIPPED:
+            self.skipped += 1
+            reason = outcome.headline
+            if (self.announced is not None and self.announced.announced(reason)) or reason in self.reasons:
+                self.progress.advance(self.task)
+                return
+            self.reasons.add(reason)
         style = _STATUS_STYLE.get(outcome.status.value, "white")
         note = f" — {escape(outcome.headline)}" if outcome.headline else ""
         self.console.print(f"[{self.done}/{self.total}] [{style}]{outcome.status.value:<9}[/{style}] "
@@ -235,12 +277,14 @@ class _Interrupt:
             signal.signal(number, handler)
 
 
-def _run_locally(context: stages.CaseContext, todo: list[Case], console: Console) -> tuple[int, bool]:
-    """Case after case on this machine; returns the cases that ended and whether the run was interrupted."""
+def _run_locally(context: stages.CaseContext, todo: list[Case], console: Console,
+                 announced: preflight.Preflight | None = None) -> tuple[int, bool]:
+    """Case after case on this machine; returns the cases that ended and whether the run was interrupted.
+    `announced`: the skips the run's start said (not said again)."""
     launcher = context.launcher
     for what in launcher.end_leftovers():
         console.print(f"[yellow]ended what an earlier run left[/yellow]: {escape(what)}", highlight=False)
-    with _Interrupt(launcher.interrupt) as interrupt, _Display(console, len(todo)) as display:
+    with _Interrupt(launcher.interrupt) as interrupt, _Display(console, len(todo), announced) as display:
         # transport evidence first, once per configuration, so that no probe runs between timed cases
         context.transports = probe.probe_configurations(launcher, context.campaign.name, todo, context.resources,
                                                         lambda: interrupt.stopped, display.describe)
@@ -255,11 +299,12 @@ def _run_locally(context: stages.CaseContext, todo: list[Case], console: Console
     return display.done, interrupt.stopped
 
 
-def _run_batched(context: stages.CaseContext, todo: list[Case], console: Console) -> tuple[int, bool]:
+def _run_batched(context: stages.CaseContext, todo: list[Case], console: Console,
+                 announced: preflight.Preflight | None = None) -> tuple[int, bool]:
     """Through a batch launcher: the jobs keep running when the session is interrupted; --resume collects
-    them."""
+    them. `announced`: as for _run_locally."""
     jobs_dir = context.resources.workdir / "slurm" / f"campaign-{context.campaign_id}"
-    with _Interrupt() as interrupt, _Display(console, len(todo)) as display:
+    with _Interrupt() as interrupt, _Display(console, len(todo), announced) as display:
         display.describe(f"jobs in {jobs_dir}")
         finished = BatchRun(context, context.launcher, jobs_dir, display.ended, lambda: interrupt.stopped).run(todo)
     if not finished:

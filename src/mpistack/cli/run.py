@@ -11,6 +11,10 @@ from .common import DbOption, GlobalOptions, database, db_name, err, fail, missi
 
 #: exit status of a campaign stopped because its store went away (its finished cases kept in a journal)
 STORE_LOST_EXIT = 3
+#: exit status of a campaign in which no case ended ok (every one failed, timed out or was skipped): nothing
+#: was measured, so something in the setup is wrong; a campaign with some failed cases exits 0 (a case that
+#: fails is an answer, N), and says how many did not end ok
+NOTHING_OK_EXIT = 4
 
 
 def run(
@@ -36,11 +40,12 @@ def run(
     url = db or GlobalOptions.db
     try:
         campaign = load_campaign(campaign_file)
+        needs = verdict_needs(campaign.analysis.alpha)
         if dry_run:
-            session.dry_run(campaign, out, database=_existing_store(db))
+            session.dry_run(campaign, out, database=_existing_store(db), needs=needs)
             return
         store = database(db)
-        result = session.run(campaign, store, out, resume=resume, force=force, yes=yes)
+        result = session.run(campaign, store, out, resume=resume, force=force, yes=yes, needs=needs)
     except (CampaignError, CampaignLocked) as error:
         fail(hide_password(str(error), url))
     except session.StoreLost as error:
@@ -54,6 +59,28 @@ def run(
     _report(store, result.campaign_id, campaign.name, campaign.analysis.model_dump(), db)
     if result.interrupted:
         raise typer.Exit(130)
+    if result.ok == 0:
+        err.print(f"[red]error:[/red] no case of campaign #{result.campaign_id} ended ok: nothing was measured "
+                  f"(`mpistack runs -w campaign={result.campaign_id} -w status=failed` lists why)",
+                  highlight=False, soft_wrap=True)
+        raise typer.Exit(NOTHING_OK_EXIT)
+
+
+def verdict_needs(alpha: float):
+    """What the analysis needs before it decides a row, from its own rule (analysis/statistics.py): a verdict
+    needs MIN_LAUNCHES launches per side and an interval (a bootstrap one needs 2); a comparison is paired from
+    MIN_PAIRS pairs on, once the exact signed-rank interval at the deciding level exists for that many."""
+    import math
+
+    import numpy as np
+
+    from ..analysis.statistics import MIN_LAUNCHES, MIN_PAIRS, signed_rank_interval
+    from ..campaign.preflight import VerdictNeeds
+
+    launches = max(MIN_LAUNCHES, 2)
+    rounds = next(n for n in range(max(launches, MIN_PAIRS), 10_000)
+                  if math.isfinite(signed_rank_interval(np.zeros((1, n)), 1.0 - 2.0 * alpha)[1][0]))
+    return VerdictNeeds(launches, rounds)
 
 
 def _existing_store(db: str | None):
