@@ -81,6 +81,38 @@ def doctor_findings(store, filters, settings) -> dict:
     return cell_findings(store, filters, settings)
 
 
+def settings_origin(recorded: dict | None, options: dict) -> str:
+    """Where the analysis settings came from, in words: the options given, the campaign's [analysis] table, or
+    the defaults (each file of a report says it)."""
+    given = [f"--{key.replace('_', '-')} {value:g}" for key, value in options.items() if value is not None]
+    parts = (["the campaign's [analysis] table"] if recorded else []) + ([", ".join(given)] if given else [])
+    return " and ".join(parts) if parts else "the defaults"
+
+
+STDOUT = "-"
+
+
+def check_out(out_dir: Path | None, output_format: ReportFormat | None) -> None:
+    """End the command before any work when --out cannot take the report: a file, a directory that cannot be
+    written to, or "-" (stdout) without one --format to write there."""
+    import os
+
+    if out_dir is None:
+        return
+    if str(out_dir) == STDOUT:
+        if output_format is None:
+            fail("--out - writes one format to stdout: give --format md, json or html with it")
+        return
+    if out_dir.exists() and not out_dir.is_dir():
+        fail(f"--out {out_dir}: a file, not a directory (the report is report.md, report.html and report.json "
+             "inside a directory)")
+    existing = next((path for path in (out_dir, *out_dir.parents) if path.exists()), Path("."))
+    if not existing.is_dir():
+        fail(f"--out {out_dir}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        fail(f"--out {out_dir}: cannot write into {existing} (permission denied)")
+
+
 def report(
     campaign: Annotated[Optional[str], typer.Argument(
         metavar="CAMPAIGN", help="A campaign name (its latest campaign) or number. Without it and without "
@@ -90,9 +122,18 @@ def report(
                                                    "buffers, ...) or a tag holds; repeatable.")] = None,
     out_dir: Annotated[Optional[Path], typer.Option(
         "--out", "-o", metavar="DIR", help="Where to write the report \\[default: NAME-report/ beside the "
-                                           "database NAME.db].")] = None,
+                                           "database NAME.db]; '-' with --format: to stdout, nothing else "
+                                           "printed there.")] = None,
     output_format: Annotated[Optional[ReportFormat], typer.Option(
-        "--format", "-f", help="Write only this format \\[default: md, html and json].")] = None,
+        "--format", "-f", help="Write only this format, which then says the settings it used \\[default: md, "
+                               "html and json, together, with the same settings].")] = None,
+    rows: Annotated[bool, typer.Option(
+        "--rows", help="On the terminal, a line per row (stack, approach, variant, benchmark) instead of the "
+                       "matrix.")] = False,
+    row: Annotated[Optional[str], typer.Option(
+        "--row", metavar="STACK/APPROACH/BENCHMARK", help="Print one row per message size (medians, ratio, "
+                                                          "interval, verdict) against both baselines, and write "
+                                                          "no files; a variant as APPROACH+VARIANT.")] = None,
     floor: Annotated[Optional[float], typer.Option(
         "--floor", metavar="FRACTION", help="Relative practical floor: smaller differences are parity "
                                             "\\[default: the campaign's \\[analysis] floor, else 0.10].")] = None,
@@ -107,14 +148,17 @@ def report(
                                               "else 524288].")] = None,
     db: DbOption = None,
 ) -> None:
-    """Write the report of a campaign: per-size tables and plots, classes, the compatibility matrix, failures."""
-    from ..report.console import print_classes
+    """Write the report of a campaign and print its answer: the stack x approach matrix against both baselines,
+    the cause of each slower or failing cell, and files with per-size tables, plots and the data."""
     from ..report.data import collect
-    from ..report.write import FORMATS, write_report
+    from ..report.write import FORMATS, render_report, write_report
     from ..store.campaigns import campaign_name, campaign_spec, latest_campaign, newest_campaign
     from ..store.query import WhereError
 
     filters = where_filters(where)
+    choice = _row_choice(row)
+    if row is None:
+        check_out(out_dir, output_format)
     store = database(db, must_exist=True)
     check_where_keys(store, filters)
     campaign_id: int | None = None
@@ -145,8 +189,50 @@ def report(
         fail(str(error))
     if not result.rows:
         fail("no runs match: nothing to report")
+    result.settings_origin = settings_origin(recorded, {"floor": floor, "floor_us": floor_us,
+                                                        "small_below": small_below, "large_from": large_from})
+    if choice is not None:
+        _print_row(result, choice)
+        return
+    if out_dir is not None and str(out_dir) == STDOUT:
+        import sys
+
+        sys.stdout.write(render_report(result, output_format.value))
+        return
+    hint = f"mpistack report {campaign}" if campaign else "mpistack report"
     out.print(result.title, style="bold", highlight=False)
-    print_classes(result.answers, out)
+    if rows:
+        from ..report.console import print_classes
+
+        print_classes(result.answers, out)
+    else:
+        from ..report.matrix_text import print_answer
+
+        print_answer(result, out, hint)
     formats = [output_format.value] if output_format else list(FORMATS)
-    for path in write_report(result, out_dir or default_report_dir(db), formats):
+    try:
+        paths = write_report(result, out_dir or default_report_dir(db), formats)
+    except OSError as error:
+        fail(f"cannot write the report into {out_dir or default_report_dir(db)}: {error.strerror or error}")
+    for path in paths:  # whole, one per line: a path to copy, or for a script to read
         out.print(str(path), highlight=False, soft_wrap=True)
+
+
+def _row_choice(text: str | None):
+    if text is None:
+        return None
+    from ..report.row_detail import RowChoice, RowNotFound
+
+    try:
+        return RowChoice.parse(text)
+    except RowNotFound as error:
+        fail(str(error))
+
+
+def _print_row(result, choice) -> None:
+    from ..report.row_detail import RowNotFound, print_row
+
+    try:
+        print_row(result, choice, out)
+    except RowNotFound as error:
+        fail(str(error))

@@ -97,16 +97,17 @@ def _existing_store(db: str | None):
 
 
 def _report(store, campaign_id: int, name: str, analysis: dict, db: str | None) -> None:
-    """The classes against native, and the report (every format) beside the database, judged by the campaign's
-    [analysis] settings. The results are stored whatever happens here, so a failure is reported and the run's exit
-    status kept."""
-    from ..report.console import print_classes
+    """The answer (the matrix against both baselines, the cause of each slower or failing cell), and the report
+    (every format) beside the database, judged by the campaign's [analysis] settings. The results are stored
+    whatever happens here, so a failure is reported and the run's exit status kept."""
+    from ..report.matrix_text import print_answer
     from ..report.write import write_report
     from .report import campaign_report, default_report_dir, settings_from
 
     try:
         report = campaign_report(store, campaign_id, name, settings_from(recorded=analysis))
-        print_classes(report.answers, out)
+        report.settings_origin = "the campaign's [analysis] table"
+        print_answer(report, out, hint=f"mpistack report {name}")
         failing = [a for a in report.answers if a.control and a.baseline == "system" and a.label != "Y"]
         if failing:
             err.print(f"[yellow]warning:[/yellow] the A/A control ({failing[0].key.stack} "
@@ -121,4 +122,4 @@ def _report(store, campaign_id: int, name: str, analysis: dict, db: str | None) 
                   f"{hide_password(f'{type(error).__name__}: {error}', db or GlobalOptions.db)}", highlight=False)
         return
     out.print(f"report: {paths[0].parent}/ ({', '.join(path.name for path in paths)})", highlight=False,
-              soft_wrap=True)
+              overflow="fold")

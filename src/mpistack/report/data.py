@@ -8,6 +8,7 @@ a million results is reported in seconds. The renderers (Markdown, HTML, JSON, p
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections import Counter, defaultdict
@@ -20,6 +21,7 @@ from sqlalchemy import Engine
 from ..analysis.answers import SAME_STACK, SYSTEM, Answer, Settings, answer, control_summary
 from ..analysis.bounds import MachineBounds, load_bounds
 from ..analysis.bulk import collector_paused
+from ..analysis.characterise import Characterisation, characterise, uncompared_rows
 from ..analysis.classes import format_size
 from ..analysis.evidence import Row, RowKey, load_rows
 from ..analysis.matrix import Column, Matrix, column_order, compat_matrix, placement_text
@@ -172,6 +174,8 @@ class Report:
     #: ((scope, stack), (approach, variant)) -> [{title, verdict, rule, source, evidence}]
     findings: dict = field(default_factory=dict)
     bounds: MachineBounds | None = None  # the campaign's machine bounds (analysis/bounds.py), when measured
+    #: where the analysis settings came from ("the campaign's [analysis] table", "--floor 0.2"): each file says
+    settings_origin: str = "the defaults"
 
     def findings_of(self, row, column) -> list[dict]:
         """The findings shown under one matrix cell (a StackRow and a Column): a slow or failing cell's, and any
@@ -204,6 +208,44 @@ class Report:
     def control_lines(self) -> list[str]:
         """The machine's A/A result, stated before every other answer."""
         return control_summary(self.answers)
+
+    @cached_property
+    def same_stack_matrix(self) -> Matrix:
+        """The matrix against the same build run natively (the deployment's own cost): the same-stack answers,
+        and the system answers of rows whose same build is the system MPI itself (Debian's MPICH in a Debian
+        image, the host's MPI bound in). Its cells are looked up with the system matrix's rows and columns."""
+        chosen = [dataclasses.replace(a, baseline=SYSTEM) for a in self.answers
+                  if a.baseline == SAME_STACK or (a.baseline == SYSTEM and a.same_build_as_system)]
+        return compat_matrix(chosen)
+
+    @cached_property
+    def characterised(self) -> list[Characterisation]:
+        """The rows that were neither compared nor a baseline (a campaign of native runs only, a row whose
+        baseline did not run): their per-size medians with intervals, since no ratio describes them."""
+        compared = {a.key for a in self.answers if a.sizes}
+        baselines = {a.baseline_row for a in self.answers if a.baseline_row is not None and a.sizes}
+        return [characterise(row) for row in uncompared_rows(self.rows, compared, baselines)]
+
+    @cached_property
+    def skip_reasons(self) -> list[tuple[str, int, list[str]]]:
+        """Why cases were not run, each reason once: (reason, cases, the stack and approach cells it hit)."""
+        counts: Counter = Counter()
+        cells: dict[str, list[str]] = defaultdict(list)
+        for issue in self.skipped:
+            counts[issue.reason] += issue.count
+            cell = f"{issue.key.stack} {Column(issue.key.approach, issue.key.variant).label}"
+            if cell not in cells[issue.reason]:
+                cells[issue.reason].append(cell)
+        return [(reason, count, cells[reason]) for reason, count in counts.most_common()]
+
+    def settings_text(self) -> str:
+        """The analysis settings in words, with where they came from: each file of a report states them, so that
+        files written at different times with different settings cannot be mistaken for one another."""
+        settings = self.settings
+        return (f"practical floor {settings.floor.describe(higher_is_better=False)}, small messages below "
+                f"{format_size(settings.ranges.small_below)}, large from {format_size(settings.ranges.large_from)}, "
+                f"each one-sided test at {settings.alpha:g} ({settings.confidence:.0%} intervals); from "
+                f"{self.settings_origin}")
 
 
 def quantile(ordered: list[float], q: float) -> float:

