@@ -126,3 +126,39 @@ def test_a_sources_index_changed_after_signing_is_refused(archive, tmp_path):
     index.write_bytes(lzma.compress(b"Package: fake\nVersion: 1.0-2\n"))
     with pytest.raises(ArchiveCheckError, match="Sources.xz does not match the sha256"):
         verified_sources(archive.url, "test", archive.keyring)
+
+
+# -- the index readers, over generated input ----------------------------------------------------------------
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from mpistack.recipes.debian_archive import _checksums, _indexed, _stanza  # noqa: E402
+
+FILE_NAMES = st.from_regex(r"[a-z0-9][a-z0-9+.~_-]{0,30}", fullmatch=True)
+SHAS = st.binary(min_size=1, max_size=8).map(_sha)
+
+
+@given(st.dictionaries(FILE_NAMES, st.tuples(SHAS, st.integers(0, 10 ** 9)), min_size=1, max_size=6))
+def test_checksum_fields_are_read_whole(files):
+    field = "\n".join(f" {sha} {size} {name}" for name, (sha, size) in files.items())
+    assert _checksums(field) == {name: sha for name, (sha, _) in files.items()}
+
+
+@given(st.lists(st.tuples(FILE_NAMES, FILE_NAMES), min_size=1, max_size=5, unique_by=lambda p: p[0]),
+       st.data())
+def test_the_stanza_of_the_package_and_version_is_found(packages, data):
+    name, version = data.draw(st.sampled_from(packages))
+    text = "\n\n".join(f"Package: {p}\nVersion: {v}\nChecksums-Sha256:\n {_sha(p.encode())} 1 {p}_{v}.dsc"
+                       for p, v in packages)
+    stanza = _stanza(text, name, version)
+    assert stanza["Package"] == name and _checksums(stanza["Checksums-Sha256"]) == {
+        f"{name}_{version}.dsc": _sha(name.encode())}
+
+
+@given(SHAS, st.integers(0, 10 ** 9), SHAS)
+def test_only_the_sha256_field_of_a_release_counts(sha, size, md5_like):
+    release = (f"MD5Sum:\n {md5_like[:32]} {size + 1} main/source/Sources.xz\n"
+               f"SHA256:\n {sha} {size} main/source/Sources.xz\n")
+    assert _indexed(release, "main/source/Sources.xz") == (sha, size)
+    with pytest.raises(ArchiveCheckError, match="lists no main/source/Sources.gz"):
+        _indexed(release, "main/source/Sources.gz")
