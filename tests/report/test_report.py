@@ -20,7 +20,8 @@ from mpistack.report.console import classes_table
 def test_markdown_has_size_tables_classes_matrix_and_failures(written):
     report, paths = written
     text = paths["md"].read_text()
-    sections = ["## Results per benchmark", "## Classes", "## Compatibility matrix", "## Failed and timed-out runs"]
+    sections = ["## The answer: stacks × approaches", "## Results per benchmark", "## Classes",
+                "## Failed and timed-out runs"]
     assert [text.index(section) for section in sections] == sorted(text.index(section) for section in sections)
 
     # the seed-style table: a row per size, the system median, then a column per approach with median and ratio
@@ -33,7 +34,7 @@ def test_markdown_has_size_tables_classes_matrix_and_failures(written):
     assert re.search(r"\| 1\.8\d \((0\.9\d|1\.0\d)×\) \|", rows["16 KiB"])  # at speed
     assert "container+tcp" not in pip  # every launch failed: listed with the failures, not as an empty column
 
-    classes = text[text.index("## Classes"):text.index("## Compatibility matrix")]
+    classes = text[text.index("## Classes"):text.index("## Regressions")]
     assert re.search(r"\| pip-mpich \| container \| default \| latency \| n2N1 H-H \| system \| \(Y\) \| "
                      r"small 1 B–4 KiB 0\.[45]\d?× \|", classes)
     assert "| pip-mpich | container | default | bw | n2N1 H-H | system | Y | at native speed in every regime" in classes
@@ -41,10 +42,12 @@ def test_markdown_has_size_tables_classes_matrix_and_failures(written):
     assert "| pip-mpich | bind | default | bw | n2N1 H-H | system | N | timeout: no output in 180 s" in classes
     assert "| debian-mpich | container | default | latency | n2N1 H-H | system | ? | " in classes
 
-    matrix = text[text.index("## Compatibility matrix"):text.index("## Failed and timed-out runs")]
-    assert "| stack | MPI | library | container | container+tcp | hybrid | bind |" in matrix
-    assert "| pip-mpich | 4.3.2 | MPICH Version: 4.3.2 | (Y) | N | Y | N |" in matrix
-    assert "| debian-mpich | 4.0.2 | MPICH Version: 4.0.2 | ? |  |  |  |" in matrix
+    matrix = text[text.index("## The answer: stacks × approaches"):text.index("## Results per benchmark")]
+    assert "| stack | MPI | library | native | container | container+tcp | hybrid | bind |" in matrix
+    assert "| host-mpich |  |  | system |  |  |  |  |" in matrix  # the system baseline's own row
+    assert "| pip-mpich | 4.3.2 | MPICH Version: 4.3.2 |  | (Y) | N | Y | N |" in matrix
+    # the Debian image's MPICH is the system's own build: the same-build class is the system one
+    assert "| debian-mpich | 4.0.2 | MPICH Version: 4.0.2 |  | ?·? |  |  |  |" in matrix
     assert "Legend: `Y` at native speed in every message-size regime; `(Y)` runs, but slower (where); `N` does not run" in matrix
     assert "**pip-mpich × container** `(Y)`: slower: latency small 1 B–4 KiB" in matrix
 
