@@ -120,14 +120,14 @@ def _render(stack: Stack, versions_path: Path | None, *, allow_unpinned: bool, s
                context_sources=CONTEXT_SOURCES, sources_mount=SOURCES_MOUNT)
     jenv = environment()
     containerfile = jenv.get_template("containerfile.j2").render(**ctx).strip() + "\n"
-    mirrored = {s.pin.filename: s.pin.local_path for s in steps if s.pin and s.pin.local_path}
+    mirrored = {pin.filename: pin.local_path for s in steps for pin in s.sources if pin.local_path}
     files = [f for s in steps for f in s.files]
     files += [(f"{CONTEXT_SOURCES}/{name}", f"{SOURCES_MOUNT}/{name}") for name in mirrored]
     bootstrap = "localimage" if stack.base.image.startswith("localhost/") else "docker"
     apptainer = jenv.get_template("apptainer.def.j2").render(bootstrap=bootstrap, files=files, **ctx).strip() + "\n"
-    downloads = [{"component": s.pin.component, "version": s.pin.version, "url": s.pin.url,
-                  "sha256": s.pin.sha256, "source": s.pin.source, "origin": s.pin.origin,
-                  "file": s.pin.local_path or None} for s in steps if s.pin]
+    downloads = [{"component": pin.component, "version": pin.version, "url": pin.url, "sha256": pin.sha256,
+                  "source": pin.source, "origin": pin.origin, "file": pin.local_path or None}
+                 for s in steps for pin in s.sources]
     mounted = _unique(name for s in steps if s.commands for name, _ in s.secrets if name in secrets)
     return Recipe(stack, containerfile, apptainer, steps, labels, env, build_packages, runtime_packages, downloads,
                   mounted, mirrored)

@@ -72,6 +72,18 @@ class Step:
     # a layer stacks share (a distribution package): placed right after the build tools, before the packages
     # of the other blocks, which differ between stacks, so that every stack on the base reuses it
     shared_layer: bool = False
+    # further downloads of the step besides ``pin`` (libcxi's headers)
+    extra_pins: list[Pinned] = field(default_factory=list)
+
+    @property
+    def sources(self) -> list[Pinned]:
+        """Every download of the step, each said in the Containerfile with its origin and checksum."""
+        return ([self.pin] if self.pin else []) + self.extra_pins
+
+    @property
+    def mirrored(self) -> bool:
+        """Whether a download comes from a mirror directory (mounted into the step's RUN)."""
+        return any(pin.local_path for pin in self.sources)
 
 
 def fetch_context(pin: Pinned, dir: str) -> dict:

@@ -32,7 +32,7 @@ class LibcxiBlock(Block):
                               configure_cmd="./configure", configure=configure, stage=self.stage,
                               **fetch_context(p_cxi, "/tmp/src/libcxi"))
         return Step("libcxi", f"libcxi {comp.version} with cassini-headers {cassini} and cxi-driver {driver} headers",
-                    commands=lines, pin=p_cxi,
+                    commands=lines, pin=p_cxi, extra_pins=[p_cassini, p_driver],
                     build_packages=AUTOTOOLS + ["libconfig-dev", "libuv1-dev", "libfuse-dev", "libyaml-dev",
                                                 "libnl-3-dev", "libnl-genl-3-dev", "libnuma-dev", "libsensors-dev"],
                     runtime_packages=["libconfig9", "libuv1", "libfuse2", "libyaml-0-2", "libnl-3-200",
