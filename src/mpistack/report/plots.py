@@ -174,14 +174,14 @@ def _grid(count: int, legend_entries: int):
     figure = Figure(figsize=(width, height))
     figure.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
                            wspace=gap_x / PANEL_SIZE[0], hspace=gap_y / PANEL_SIZE[1])
-    grid = figure.subplots(rows, columns, sharex=True, sharey=True, squeeze=False)
-    axes = [ax for row in grid for ax in row]
-    for spare in axes[count:]:
-        spare.set_visible(False)
-    for index, ax in enumerate(axes[:count]):
+    grid = figure.add_gridspec(rows, columns)
+    axes: list = []
+    for index in range(count):  # only the panels drawn: an empty axes costs as much as a full one
+        share = {"sharex": axes[0], "sharey": axes[0]} if axes else {}
+        axes.append(figure.add_subplot(grid[index // columns, index % columns], **share))
         # tick labels on the left column and under the lowest panel of each column
-        ax.tick_params(labelleft=index % columns == 0, labelbottom=index + columns >= count, labelsize=7.5)
-    return figure, axes[:count], bottom / height
+        axes[-1].tick_params(labelleft=index % columns == 0, labelbottom=index + columns >= count, labelsize=7.5)
+    return figure, axes, bottom / height
 
 
 def _legend_columns(panel_columns: int) -> int:
