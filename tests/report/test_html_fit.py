@@ -167,3 +167,19 @@ def test_short_library_keeps_the_name_and_version():
     assert short_library("MPICH Version:\t4.0.2\nMPICH Release date:\tThu Apr  7 2022") == "MPICH 4.0.2"
     assert short_library("Intel(R) MPI Library 2021.10 for Linux* OS") == "Intel(R) MPI Library 2021.10…"
     assert short_library(None) == ""
+
+
+def test_a_campaign_of_the_system_mpi_alone_is_plotted_without_ratios(tmp_path):
+    """Nothing compared (a centre characterising its own MPI): a value panel per MPI with its bounds, no ratio."""
+    from tests.report.campaign_like import ROWS
+
+    native = [row for row in ROWS if row[1] == "native" and row[2] == "default" and row[4] == "host"]
+    report = campaign_like_report(tmp_path / "native.db", rows=native)
+    figures = plots.group_plots(report)
+    assert figures and all(len(svgs) == 1 for svgs in figures.values())
+    latency = next(group for group in report.groups if group.key.benchmark == "latency")
+    assert [panel.stack for panel in plots.panels(latency)] == ["host-mpich", "host-openmpi"]
+    (value,) = figures[latency.key.slug]
+    assert ">host-openmpi<" in value and plots.SYSTEM_LABEL in value and "TCP loopback latency" in value
+    (path,) = write_report(report, tmp_path / "report", ["html"])
+    assert path.read_text().count("<svg") == len(figures)

@@ -156,6 +156,10 @@ def panels(group: Group) -> list[Panel]:
             panel.baselines.append(baselines[row])
     for panel in by_stack.values():  # a stack whose candidates have no answer: the group's baselines
         panel.baselines = panel.baselines or [s for s in group.baselines if _sized(s)]
+    if not by_stack:  # nothing compared (a campaign of the system MPI alone): a panel per baseline
+        for series in group.baselines:
+            if _sized(series):
+                by_stack.setdefault(series.key.stack, Panel(series.key.stack, [])).baselines.append(series)
     return list(by_stack.values())
 
 
@@ -452,15 +456,17 @@ def _ratio_figure(group: Group, report: Report, rows: list[tuple[str, list[tuple
     return _svg(figure, salt)
 
 
-def ratio_plot(group: Group, report: Report, styles: dict[Column, LineStyle] | None = None) -> str:
+def ratio_plot(group: Group, report: Report, styles: dict[Column, LineStyle] | None = None) -> str | None:
     """The ratio against the system MPI per size, a panel per stack (1 = native speed, below = slower), with its
-    confidence interval; parity at 1 and the practical floor shaded."""
+    confidence interval; parity at 1 and the practical floor shaded. None when nothing was compared."""
     if _dense(group):
         return _dense_ratio_plot(group, report)
     styles = styles or column_styles(_column(s) for s in group.candidates)
     rows = [(panel.title, [(s, s.answer) for s in panel.candidates if _comparisons(s.answer)])
             for panel in panels(group)]
     rows = [(title, pairs) for title, pairs in rows if pairs]
+    if not rows:
+        return None
     return _ratio_figure(group, report, rows, styles, "ratio to the system MPI natively (below 1: slower)",
                          f"{group.key.slug}-ratio")
 
@@ -600,11 +606,14 @@ def report_styles(report: Report) -> dict[Column, LineStyle]:
 
 
 def group_figures(group: Group, report: Report, styles: dict[Column, LineStyle] | None = None) -> tuple[str, ...]:
-    """A group's SVGs: values, ratio to the system MPI, and the deployment effect when there is one."""
+    """A group's SVGs: values; then, when anything was compared, the ratio to the system MPI; then the deployment
+    effect when there is one."""
     styles = styles or report_styles(report)
+    ratio = ratio_plot(group, report, styles)
+    if ratio is None:
+        return (value_plot(group, report.bounds, styles),)
     deployment = None if _dense(group) else deployment_plot(group, report, styles)
-    return (value_plot(group, report.bounds, styles), ratio_plot(group, report, styles),
-            *((deployment,) if deployment else ()))
+    return (value_plot(group, report.bounds, styles), ratio, *((deployment,) if deployment else ()))
 
 
 def _plot_group(index: int) -> tuple[str, tuple[str, ...]]:
