@@ -14,7 +14,6 @@ from mpistack.analysis.answers import Settings
 from mpistack.analysis.characterise import median_interval
 from mpistack.report.data import collect
 from mpistack.report.write import write_report
-from mpistack.store import open_database
 from mpistack.store.query import Where
 
 from .campaign_like import LAUNCHES, ROWS, build_campaign_like
