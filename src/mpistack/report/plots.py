@@ -121,6 +121,11 @@ def _is_same_stack(series: Series) -> bool:
     return _column(series) == SAME_STACK_COLUMN
 
 
+def _in_column_order(series) -> list[Series]:
+    """Series in the matrix's column order (the legend's order): the same-stack baseline first."""
+    return sorted(series, key=lambda item: column_order(_column(item)))
+
+
 def _sized(series: Series) -> list[int]:
     return [size for size in series.sizes if size is not None and size > 0]
 
@@ -359,12 +364,12 @@ def value_plot(group: Group, bounds: MachineBounds | None = None,
     found = panels(group)
     legend = Legend()
     references = _bound_lines(group, bounds)
-    for label, _, _, dash in references:
-        legend.reference(label, BOUND_COLOUR, dash)
     if any(panel.baselines for panel in found):
         legend.line(SYSTEM_LABEL, SYSTEM_STYLE)
-    for series in (s for panel in found for s in panel.candidates):
+    for series in _in_column_order(s for panel in found for s in panel.candidates):
         legend.line(*_style_of(series, styles))
+    for label, _, _, dash in references:
+        legend.reference(label, BOUND_COLOUR, dash)
     figure, axes_list, bottom = _grid(len(found), len(legend.entries))
     for index, (panel, axes) in enumerate(zip(found, axes_list)):
         for _, sizes, values, dash in references:
@@ -424,10 +429,10 @@ def _ratio_figure(group: Group, report: Report, rows: list[tuple[str, list[tuple
     answers = [answer for _, pairs in rows for _, answer in pairs]
     floor_text = f"practical floor ({report.settings.floor.describe(higher_is_better=group.higher_is_better)})"
     legend = Legend()
+    for series in _in_column_order(series for _, pairs in rows for series, _ in pairs):
+        legend.line(*_style_of(series, styles))
     legend.reference(PARITY_LABEL, BASELINE_COLOUR, "-", width=1.0)
     legend.patch(floor_text, FLOOR_COLOUR, 0.3)
-    for series, _ in (pair for _, pairs in rows for pair in pairs):
-        legend.line(*_style_of(series, styles))
     bottom, top = _ratio_limits(answers)
     figure, axes_list, legend_bottom = _grid(len(rows), len(legend.entries))
     for index, ((title, pairs), axes) in enumerate(zip(rows, axes_list)):
