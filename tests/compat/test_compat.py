@@ -91,8 +91,15 @@ def test_pmix_with_mpich(stack_from):
 
 
 def test_lumi_mpich343_slow(stack_from):
-    assert "lumi-mpich343-libfabric12x-slow" in rules(stack_from(toml(version="3.4.3", ofi="1.22.0")))
-    assert "lumi-mpich343-libfabric12x-slow" not in rules(stack_from(toml(version="4.2.3", ofi="1.22.0")))
+    # the source found MPICH 3.4.3 slow with every libfabric it tried, 1.15.2 (the catalogue's) included
+    for ofi in ("1.15.2", "1.21.1", "1.22.0"):
+        assert "lumi-mpich343-container-slow" in rules(stack_from(toml(version="3.4.3", ofi=ofi)))
+    assert "lumi-mpich343-container-slow" not in rules(stack_from(toml(version="4.2.3", ofi="1.22.0")))
+    # a libfabric the source did not test is not claimed
+    assert "lumi-mpich343-container-slow" not in rules(stack_from(toml(version="3.4.3", ofi="2.0.0")))
+    (finding,) = [f for f in compat.check(catalogue.load("lumi-ofi1152-mpich343"))
+                  if f.rule == "lumi-mpich343-container-slow"]
+    assert "1.15.2" in finding.reason and "1.15.2" in finding.message
 
 
 def test_lumi_mpich3_with_libcxi_fails(stack_from):

@@ -28,6 +28,9 @@ from .statistics import SizeComparison
 KEY_FIELDS = ("benchmark", "metric", "ranks", "nodes", "buffers")
 #: What ``--match`` may add.
 MATCH_FIELDS = ("stack", "approach", "variant")
+#: Key fields a source may leave unknown (0 in a row's key: a published table without ranks or nodes). An unknown
+#: one matches a known one only where the user stated it, by narrowing the other side to one value (--where).
+PLACEMENT_FIELDS = ("ranks", "nodes")
 
 SELECTOR_HELP = "run:ID, campaign:ID, campaign:NAME, NAME (its latest campaign), ID (a campaign) or ref:NAME"
 
@@ -134,7 +137,9 @@ def compare(engine: Engine, candidate: str, baseline: str, *, where_a: Sequence[
     side_a = select_side(engine, candidate, where_a)
     side_b = select_side(engine, baseline, where_b)
     rows_a, rows_b = _rows_of(engine, side_a), _rows_of(engine, side_b)
-    compared, unmatched = compare_rows(rows_a, rows_b, match=match, settings=settings)
+    # a side narrowed to one placement says what the other side's unknown ranks or nodes are compared as
+    compared, unmatched = compare_rows(rows_a, rows_b, match=match, settings=settings,
+                                       stated=(_stated_placement(side_b), _stated_placement(side_a)))
     return Comparison(side_a, side_b, tuple(match), compared, unmatched)
 
 
@@ -167,14 +172,17 @@ def select_side(engine: Engine, text: str, where: Sequence[str] = ()) -> Selecti
 
 
 def compare_rows(candidates: dict[RowKey, Row], baselines: dict[RowKey, Row], *, match: tuple[str, ...] = (),
-                 settings: Settings = Settings()) -> tuple[list[RowComparison], list[Unmatched]]:
+                 settings: Settings = Settings(), stated: tuple[dict[str, int], dict[str, int]] = ({}, {})
+                 ) -> tuple[list[RowComparison], list[Unmatched]]:
     """Pair rows on ``KEY_FIELDS`` plus ``match`` and compare each pair (pure: no store).
 
     A candidate row is compared with the one baseline row that shares its key, so many candidates may share one
     baseline (every container approach against native). Several baseline rows for one key are ambiguous: those
-    candidates are listed as unmatched, with how to narrow the selection.
+    candidates are listed as unmatched, with how to narrow the selection. ``stated``: for the candidates and the
+    baselines, what an unknown ranks or nodes (``PLACEMENT_FIELDS``) is taken as; an unknown one not stated
+    matches only another unknown one.
     """
-    by_key_a, by_key_b = _grouped(candidates, match), _grouped(baselines, match)
+    by_key_a, by_key_b = _grouped(candidates, match, stated[0]), _grouped(baselines, match, stated[1])
     pairs: list[tuple[Row, Row]] = []
     unmatched: list[Unmatched] = []
     fields = ", ".join((*KEY_FIELDS, *match))
@@ -182,7 +190,8 @@ def compare_rows(candidates: dict[RowKey, Row], baselines: dict[RowKey, Row], *,
         rows_b = by_key_b.get(key, [])
         for row in rows_a:
             if not rows_b:
-                unmatched.append(Unmatched("candidate", row, f"no baseline row with the same {fields}"))
+                unmatched.append(Unmatched("candidate", row, _unknown_placement(row, "b", stated[0])
+                                           or f"no baseline row with the same {fields}"))
             elif len(rows_b) > 1:
                 unmatched.append(Unmatched("candidate", row, _ambiguous(rows_b, match)))
             elif rows_b[0].key == row.key:
@@ -191,17 +200,35 @@ def compare_rows(candidates: dict[RowKey, Row], baselines: dict[RowKey, Row], *,
                 pairs.append((row, rows_b[0]))
     for key, rows_b in by_key_b.items():
         if key not in by_key_a:
-            unmatched += [Unmatched("baseline", row, f"no candidate row with the same {fields}") for row in rows_b]
+            unmatched += [Unmatched("baseline", row, _unknown_placement(row, "a", stated[1])
+                                    or f"no candidate row with the same {fields}") for row in rows_b]
     compared = compare_pairs(pairs, settings)
     return [RowComparison(a, b, _class_of(a, b, pair, settings), pair.sizes, pair.regimes)
             for (a, b), pair in zip(pairs, compared)], unmatched
 
 
-def _grouped(rows: dict[RowKey, Row], match: tuple[str, ...]) -> dict[tuple, list[Row]]:
+def _grouped(rows: dict[RowKey, Row], match: tuple[str, ...], stated: dict[str, int]) -> dict[tuple, list[Row]]:
     groups: dict[tuple, list[Row]] = defaultdict(list)
     for key in sorted(rows):
-        groups[tuple(getattr(key, name) for name in (*KEY_FIELDS, *match))].append(rows[key])
+        groups[tuple(getattr(key, name) or (stated.get(name, 0) if name in PLACEMENT_FIELDS else getattr(key, name))
+                     for name in (*KEY_FIELDS, *match))].append(rows[key])
     return groups
+
+
+def _stated_placement(side: Selection) -> dict[str, int]:
+    """The ranks and nodes a side's --where filters narrow it to, one value each (``nodes=1``)."""
+    return {where.key: where.value for where in side.narrowed
+            if where.key in PLACEMENT_FIELDS and where.operator == "=" and isinstance(where.value, int)}
+
+
+def _unknown_placement(row: Row, other: str, stated: dict[str, int]) -> str | None:
+    """Why a row whose source gave no ranks or nodes was not matched, and how to say which to compare it with."""
+    unknown = [name for name in PLACEMENT_FIELDS if not getattr(row.key, name) and name not in stated]
+    if not unknown:
+        return None
+    example = " ".join(f"--where-{other} {name}={2 if name == 'ranks' else 1}" for name in unknown)
+    return (f"its {' and '.join(unknown)} are unknown (not published): it is matched only with rows of the "
+            f"placement the other side is narrowed to, e.g. {example}")
 
 
 def _ambiguous(rows_b: list[Row], match: tuple[str, ...]) -> str:

@@ -178,7 +178,7 @@ def rows_from(runs: dict[int, dict], results: Iterable[tuple]) -> dict[RowKey, R
         row = row_of_fields.get(fields)
         if row is None:
             key = RowKey(row_scope(run), run["stack"] or "", run["approach"] or "", tags.get("variant", DEFAULT_VARIANT),
-                         benchmark, metric, run["ranks"] or 0, run["nodes"] or 1, run["buffers"] or "H-H")
+                         benchmark, metric, run["ranks"] or 0, run["nodes"] or 0, run["buffers"] or "H-H")
             row = rows.get(key)
             if row is None:
                 row = rows[key] = Row(key, _origin(run), tags.get("mpi", ""),

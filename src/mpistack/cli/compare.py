@@ -105,8 +105,8 @@ def _print_row(row) -> None:
 
 def _row_title(key) -> str:
     unit = {"latency": "us", "bandwidth": "MB/s", "message_rate": "messages/s"}.get(key.metric, "")
-    nodes = f"{key.nodes} node{'s' if key.nodes != 1 else ''}"
-    placement = f"{key.ranks} ranks on {nodes}" if key.ranks else nodes
+    nodes = f"{key.nodes} node{'s' if key.nodes != 1 else ''}" if key.nodes else "nodes unknown"
+    placement = f"{key.ranks} ranks on {nodes}" if key.ranks else "ranks unknown" if not key.nodes else nodes
     return f"{key.benchmark} · {key.metric}{f' ({unit})' if unit else ''} · {placement} · {key.buffers}"
 
 
