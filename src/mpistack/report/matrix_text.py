@@ -20,6 +20,7 @@ from ..analysis.answers import SAME_STACK, SYSTEM, Answer, where_slow
 from ..analysis.characterise import Characterisation
 from ..analysis.classes import format_size
 from ..analysis.matrix import Column, StackRow, placement_text
+from ..analysis.statistics import Verdict
 from ..spec.benchmarks import BENCHMARK_NAMES
 from .bounds import number
 from .data import Report, format_value
@@ -231,8 +232,8 @@ def _cause(report: Report, row: StackRow, column: Column, labels: tuple[str, str
     found = report.findings.get((row.key, (column.approach, column.variant)), [])
     if not found:
         return "doctor: no known cause (mpistack doctor --campaign lists what it checked)"
-    first = next((f for f in found if f.get("verdict") != "ok"), found[0])
-    return f"cause: {first['title']}"
+    first = found[0]  # the doctor says the most specific cause first
+    return f"doctor: {first['title']}"
 
 
 def _benchmark_order(answer_: Answer) -> tuple:
@@ -250,6 +251,16 @@ def _slow_text(answer_: Answer) -> str:
     return " ".join(dict.fromkeys(parts)) or where_slow(answer_)
 
 
+def _faster_text(answers: list[Answer]) -> str:
+    """Where rows are decided faster than the system MPI: per benchmark, each faster regime's estimate."""
+    parts = []
+    for a in sorted(answers, key=_benchmark_order):
+        regimes = " ".join(f"{name} {c.ratio:.2f}×" for name, c in a.regimes.items() if c.verdict is Verdict.FASTER)
+        if regimes:
+            parts.append(f"{a.key.benchmark} {regimes}")
+    return ", ".join(parts)
+
+
 def _where(answers: list[Answer], label: str) -> str:
     chosen = sorted((a for a in answers if a.label == label), key=_benchmark_order)
     placements = {(a.key.ranks, a.key.nodes, a.key.buffers) for a in answers}
@@ -263,7 +274,8 @@ def _where(answers: list[Answer], label: str) -> str:
 
 def cell_lines(report: Report, width: int = 80) -> list[Text]:
     """Per slower or failing cell (against either baseline): where and how much on one line, the doctor's first
-    cause on the next; then the cells not settled, on one line."""
+    cause on the next; the same for a cell faster than the system MPI that the doctor has a word on (a faster
+    figure is an anomaly on one side or the other); then the cells not settled, on one line."""
     rows, columns, cells = matrix_cells(report)
     by_cell: dict[tuple, dict[str, list[Answer]]] = {}
     for a in report.answers:
@@ -283,6 +295,16 @@ def cell_lines(report: Report, width: int = 80) -> list[Text]:
             answers = by_cell.get((row.key, column), {})
             name = f"{row.stack} {column.label}"
             bad = [label for label in ("N", "(Y)") if label in (cell.system, cell.same)]
+            if not bad and report.findings_of(row, column):  # faster, and the doctor says why (or that it cannot)
+                faster = _faster_text(answers.get(SYSTEM, []))
+                if faster:
+                    head = Text(f"{name} ")
+                    head.append(cell.text, style=STYLES.get(cell.system, ""))
+                    head.append(f" faster: {faster}")
+                    lines.append(_clip_text(head, width))
+                    lines.append(Text(clip("  " + _cause(report, row, column, (cell.system, cell.same)), width),
+                                      style="dim"))
+                    continue
             if not bad:
                 not_run = all(report.rows[a.key].launches == 0 and report.rows[a.key].skipped
                               for a in answers.get(SYSTEM, []) if a.key in report.rows)
