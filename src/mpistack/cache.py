@@ -16,7 +16,12 @@ NO_FOLLOW = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 class UnsafePath(OSError):
-    """A path mpistack will not write through or read from: a link, another user's directory, not a file."""
+    """A path mpistack will not write through or read from: a link, another user's directory, not a file.
+    `reason` says which, without the path."""
+
+    def __init__(self, path: Path, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.reason = reason
 
 
 def write_file_atomically(path: Path, text: str, *, durable: bool = False) -> Path:
@@ -66,10 +71,10 @@ def private_directory(path: Path) -> Path:
             pass
     info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode):
-        raise UnsafePath(f"{path}: expected a directory of mpistack's, found "
+        raise UnsafePath(path, "expected a directory of mpistack's, found "
                          f"{'a symbolic link' if stat.S_ISLNK(info.st_mode) else 'something else'}")
     if info.st_uid != os.geteuid():
-        raise UnsafePath(f"{path}: owned by user {info.st_uid}, not by this user ({os.geteuid()}); "
+        raise UnsafePath(path, f"owned by user {info.st_uid}, not by this user ({os.geteuid()}); "
                          "mpistack keeps its work files only in directories of its own")
     if stat.S_IMODE(info.st_mode) != 0o700:
         os.chmod(path, 0o700)
@@ -77,7 +82,7 @@ def private_directory(path: Path) -> Path:
     parent = os.stat(path.parent)
     if (parent.st_uid not in (0, os.geteuid()) or
             (parent.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not parent.st_mode & stat.S_ISVTX)):
-        raise UnsafePath(f"{path.parent}: another user may write to it, so {path.name} could be replaced; "
+        raise UnsafePath(path.parent, f"another user may write to it, so {path.name} could be replaced; "
                          "give mpistack a directory of its own (XDG_CACHE_HOME)")
     return path
 
@@ -96,12 +101,12 @@ def open_regular_file(path: Path) -> int:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | NO_FOLLOW)
     except OSError as error:
         if error.errno == errno.ELOOP:  # the last component is a symbolic link
-            raise UnsafePath(f"{path}: a symbolic link; read only as a regular file") from None
+            raise UnsafePath(path, "a symbolic link, not a regular file") from None
         raise
     info = os.fstat(descriptor)
     if not stat.S_ISREG(info.st_mode):
         os.close(descriptor)
-        raise UnsafePath(f"{path}: not a regular file ({_kind(info.st_mode)})")
+        raise UnsafePath(path, f"{_kind(info.st_mode)}, not a regular file")
     os.set_blocking(descriptor, True)
     return descriptor
 

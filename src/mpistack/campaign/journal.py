@@ -23,6 +23,7 @@ from ..cache import write_file_atomically
 from ..parsers.model import ParsedRun, RowTable
 from ..spec.provenance import Provenance, parse_time
 from ..spec.status import RunStatus
+from ..store.address import without_query_password
 from ..store.campaigns import case_recorded
 from ..store.database import retrying, write_transaction
 from ..store.writer import write_runs
@@ -117,7 +118,7 @@ def store_identity(database: Engine) -> str:
     url = database.url
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         return f"sqlite:///{Path(url.database).resolve()}"
-    return url.render_as_string(hide_password=True)
+    return without_query_password(url.render_as_string(hide_password=True))
 
 
 def commit(database: Engine, entry: Entry, journal: Journal | None = None,

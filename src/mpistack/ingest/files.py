@@ -5,7 +5,9 @@ one line of the report, and the other files are stored.
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +15,7 @@ from typing import Callable, Iterable
 
 from sqlalchemy import Connection, Engine
 
+from ..cache import UnsafePath, open_regular_file
 from ..parsers import HEAD_BYTES, ParsedRun, ParseError, parse_bytes, parse_file
 from ..parsers.storable import COUNT_FIELDS, RUN_TEXT_LIMITS, TAG_KEY_LIMIT, count_problem, text_problem
 from ..spec.provenance import CONTEXT_FIELDS, Provenance
@@ -80,13 +83,16 @@ def split_tags(tags: dict[str, str] | None) -> tuple[Provenance, dict[str, str]]
 
 def read_content(path: Path) -> tuple[str, bytes | None]:
     """The sha256 of a file's bytes, and the bytes themselves when the file is small (parsed from that one
-    read); a large file is hashed in blocks and parsed later as a stream."""
+    read); a large file is hashed in blocks and parsed later as a stream. Only a regular file is read: a FIFO
+    or a device would block or never end."""
     try:
-        if path.stat().st_size <= HEAD_BYTES:
-            data = path.read_bytes()
-            return hashlib.sha256(data).hexdigest(), data
-        with path.open("rb") as handle:
+        with os.fdopen(open_regular_file(path), "rb") as handle:
+            if os.fstat(handle.fileno()).st_size <= HEAD_BYTES:
+                data = handle.read()
+                return hashlib.sha256(data).hexdigest(), data
             return hashlib.file_digest(handle, "sha256").hexdigest(), None
+    except UnsafePath as error:
+        raise ParseError(str(path), 0, f"{error.reason}; expected a benchmark output file") from None
     except OSError as error:
         raise ParseError(str(path), 0, f"cannot read: {error.strerror}") from None
 
@@ -116,14 +122,14 @@ def _describe(error: Exception) -> str:
 
 
 def _ingest_one(connection: Connection, path: Path, context: Provenance, tags: dict[str, str], replace: bool,
-                report: IngestReport) -> None:
-    digest, data = read_content(path)
+                report: IngestReport, digest: str, runs: list[ParsedRun] | None, data: bytes | None) -> None:
     with savepoint(connection):  # a failure below leaves nothing of this file
         existing = stored_content(connection, digest)
         if existing and not replace:
             report.skipped.append(f"{path}: already stored ({run_ids(existing)}); use --replace to store it again")
             return
-        runs = parse_content(path, data)
+        if runs is None:
+            runs = parse_content(path, data)
         replaced = delete_runs(connection, existing) if existing else 0
         ids = write_runs(connection, runs, source=str(path), tags=tags, provenance=context, content_sha256=digest)
     report.stored(runs, ids)
@@ -140,28 +146,65 @@ def ingest_files(database: Engine, paths: Iterable[str | Path], tags: dict[str, 
     context, plain_tags = split_tags(tags)
     report = IngestReport()
     # SQLite: take the write lock when each group begins, so that looking a file up and writing it are one
-    # step for parallel ingests (they wait on the lock instead of failing to upgrade a read)
+    # step for parallel ingests (they wait on the lock instead of failing to upgrade a read). A file is read
+    # and parsed before that, with no lock held: a large one takes long, and a runner beside the ingest
+    # would wait for the lock all that time.
     with write_connection(database) as connection:
-        transaction = connection.begin()
-        started = time.monotonic()
-        pending = 0
+        transaction, started, pending, before = None, 0.0, 0, copy.deepcopy(report)
         for path in paths:
             path = Path(path)
             try:
-                _ingest_one(connection, path, context, plain_tags, replace, report)
+                digest, data = read_content(path)
+                if data is None and transaction is not None:  # a large file: let the waiting writers in first
+                    if not _committed(transaction, pending, before):
+                        return before
+                    transaction, pending = None, 0
+                # parsed here, unless stored already (then skipped under the lock, or parsed there if it went)
+                runs = parse_content(path, data) if replace or not _stored_already(database, digest) else None
+                if transaction is None:
+                    before = copy.deepcopy(report)  # what stands if this group's commit fails
+                    transaction, started = connection.begin(), time.monotonic()
+                _ingest_one(connection, path, context, plain_tags, replace, report, digest, runs, data)
             except ParseError as error:
                 report.errors.append(str(error))
             except Exception as error:  # noqa: BLE001 - any failure of one file is that file's, reported in one line
                 report.errors.append(f"{path}: {_describe(error)}")
             else:
                 pending += 1
-            if pending >= COMMIT_EVERY_FILES or time.monotonic() - started > COMMIT_EVERY_SECONDS:
-                transaction.commit()
-                transaction, started, pending = connection.begin(), time.monotonic(), 0
+            if transaction is not None and (pending >= COMMIT_EVERY_FILES
+                                            or time.monotonic() - started > COMMIT_EVERY_SECONDS):
+                if not _committed(transaction, pending, before):
+                    return before
+                transaction, pending = None, 0
             if on_file:
                 on_file(path)
-        transaction.commit()
+        if transaction is not None and not _committed(transaction, pending, before):
+            return before
     return report
+
+
+def _committed(transaction, files: int, before: IngestReport) -> bool:
+    """Commit a group of files; when the store refuses (a full disk, the store gone), `before` (the report as
+    it stood before the group) gets one line saying so, and False: the ingest stops there, nothing of the
+    group is stored, and the files after it are not tried."""
+    try:
+        transaction.commit()
+        return True
+    except Exception as error:  # noqa: BLE001 - the driver's errors differ; the message is the driver's
+        try:
+            transaction.rollback()
+        except Exception:  # noqa: BLE001 - the connection may be gone with it
+            pass
+        before.errors.append(f"the store did not take the last {files} file(s) ({_describe(error)}): none of them "
+                             "is stored, and the ingest stopped there; ingest them again once the store takes "
+                             f"writes ({before.files} file(s) stored before them are kept)")
+        return False
+
+
+def _stored_already(database: Engine, digest: str) -> bool:
+    """Whether content of this digest is stored (read without the write lock; checked again under it)."""
+    with database.connect() as reading:
+        return bool(stored_content(reading, digest))
 
 
 def parse_tags(pairs: Iterable[str]) -> dict[str, str]:

@@ -4,9 +4,17 @@ Plain Python only: the listing verbs read this before they know whether they nee
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 DEFAULT_DB = "mpistack.db"
+# a password given as a query parameter (`?password=...`, which libpq and the drivers accept)
+QUERY_PASSWORD = re.compile(r"([?&](?:password|passwd|pwd|sslpassword)=)[^&#\s'\"]*", re.IGNORECASE)
+
+
+def without_query_password(text: str) -> str:
+    """`text` with the value of every password query parameter of a URL in it masked (***)."""
+    return QUERY_PASSWORD.sub(r"\1***", text)
 
 
 def resolve_url(db: str | None) -> str:
@@ -38,4 +46,4 @@ def store_identity(db: str | None) -> str:
     url = make_url(resolve_url(db))
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         return f"sqlite:///{Path(url.database).resolve()}"
-    return url.render_as_string(hide_password=True)
+    return without_query_password(url.render_as_string(hide_password=True))

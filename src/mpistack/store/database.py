@@ -10,12 +10,12 @@ import re
 import time
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url, text
 from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
 
-from .address import DEFAULT_DB, resolve_url
+from .address import DEFAULT_DB, QUERY_PASSWORD, resolve_url
 from .errors import StoreError, StoreUnavailable
 from .revision import SCHEMA_REVISION
 
@@ -63,28 +63,34 @@ def display_url(db: str | None) -> str:
     if "://" not in db:
         return db
     try:
-        return make_url(db).render_as_string(hide_password=True)
-    except ArgumentError:
-        return _URL_PASSWORD.sub(r"\1***@", db)
+        shown = make_url(db).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):  # malformed (a port that is not a number): masked as text
+        shown = _URL_PASSWORD.sub(r"\1***@", db)
+    return _QUERY_PASSWORD.sub(r"\1***", shown)
 
 
 _URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+_QUERY_PASSWORD = QUERY_PASSWORD
+# a shorter password is masked only where it stands in a URL: as plain text it would mask every such letter
+_MASKED_ANYWHERE = 4
 
 
 def hide_password(text: str, db: str | None) -> str:
     """`text` (an error message, a driver's exception) with the store URL's password masked wherever it is
     quoted, raw or percent-encoded, and any other user:password@ in a URL."""
-    password = None
+    passwords = set()
     if db and "://" in db:
         try:
-            password = make_url(db).password
-        except ArgumentError:
-            password = None
-    if password:
-        for form in {password, quote(password, safe=""), db.split("://", 1)[1].split("@", 1)[0].partition(":")[2]}:
+            passwords.add(make_url(db).password or "")
+        except (ArgumentError, ValueError):
+            pass
+        passwords.add(db.split("://", 1)[1].split("@", 1)[0].partition(":")[2] if "@" in db else "")
+        passwords.update(match.group(0).split("=", 1)[1] for match in _QUERY_PASSWORD.finditer(db))
+    for password in {password for password in passwords if len(password) >= _MASKED_ANYWHERE}:
+        for form in {password, quote(password, safe=""), unquote(password)}:
             if form:
                 text = text.replace(form, "***")
-    return _URL_PASSWORD.sub(r"\1***@", text)
+    return _QUERY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1***@", text))
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -151,6 +157,12 @@ def upgrade(engine: Engine) -> None:
 
 def open_database(db: str | None = None, migrate: bool = True) -> Engine:
     url = resolve_url(db)
+    try:
+        make_url(url)
+    except (ArgumentError, ValueError) as error:
+        raise StoreError(f"cannot open results store {display_url(db)!r}: not a database URL ({error}); expected "
+                         "a SQLite path, sqlite:///PATH or postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE with a "
+                         "numeric PORT") from None
     try:
         if url.startswith("sqlite"):
             # named parameters: the writer hands rows as dicts straight to sqlite3's executemany
