@@ -37,6 +37,8 @@ PROBE = """<script>
     legends: [...document.querySelectorAll('svg g[id^="legend-"]')].map((g) => ({
       id: g.id, labels: [...g.querySelectorAll("text")].map((t) => t.textContent.trim())})),
     libraries: [...matrix.querySelectorAll(".lib")].map((l) => ({text: l.textContent, title: l.title})),
+    tallest_row: Math.max(...[...matrix.rows].map((r) => r.getBoundingClientRect().height)),
+    closed_findings: matrix.querySelectorAll("details.doctor:not([open])").length,
   };
   const out = document.createElement("pre");
   out.id = "fit-result";
@@ -52,6 +54,12 @@ def page(tmp_path_factory):
     """The campaign-like report, written as `mpistack report` writes it: (Report, path of report.html)."""
     directory = tmp_path_factory.mktemp("fit")
     report = campaign_like_report(directory / "local.db")
+    # a finding as the doctor hands it in, with evidence as long as the real rules' (their sources and citations)
+    pip = next(row for row in report.matrix.rows if row.stack == "pip-mpich")
+    report.findings = {(pip.key, ("container", "tcp")): [
+        {"title": "TCP-class latency on one node: 26.6 us at 512 B (recorded: tcp)", "verdict": "problem",
+         "rule": "tcp-class-latency", "source": "the path the MPI recorded and the machine bounds; " * 12,
+         "evidence": {}}]}
     (path,) = write_report(report, directory / "report", ["html"])
     return report, path
 
@@ -104,6 +112,8 @@ def test_the_matrix_fits_the_window_and_every_series_has_its_legend_entry(page, 
     assert matrix["cells"] == [], "cells whose text overflows them"
     assert measured["page"] <= measured["viewport"], "the page scrolls sideways"
     assert measured["plots_right"] <= measured["viewport"]
+    # a cell's finding shows its title; its long evidence opens on demand, so no row grows a screen tall
+    assert measured["closed_findings"] == 1 and measured["tallest_row"] < 450, measured["tallest_row"]
     # the long library line shortened, the whole line on hover
     openmpi = next(item for item in measured["libraries"] if item["title"].startswith("Open MPI v4.1.4"))
     assert openmpi == {"text": "Open MPI v4.1.4", "title": OPENMPI}
