@@ -19,6 +19,10 @@ from ..spec.status import RunStatus
 # What the store's integer columns hold (BIGINT for sizes, INTEGER for counts): a parser refuses more.
 INT64_MAX = 2**63 - 1
 INT32_MAX = 2**31 - 1
+# Larger than any benchmark reports, whatever its unit: 10^15 µs is 31 years, 10^15 MB/s a zettabyte a
+# second. A figure beyond it (1.7e308 is finite) is a corrupt or forged file, and would overflow the
+# analysis's sums of squares.
+FIGURE_LIMIT = 1e15
 
 
 def is_count(token: str) -> bool:
@@ -69,12 +73,17 @@ def check_row(row: ParsedRow) -> None:
     for name, value in row.values.items():
         if not math.isfinite(value):
             raise RowError(f"figure {name} = {value}: expected a finite number")
+        if abs(value) > FIGURE_LIMIT:
+            raise RowError(f"figure {name} = {value:g}: larger than any benchmark reports (at most {FIGURE_LIMIT:g})")
     for name, value in row.stats.items():
         if name in INTEGER_STATS:
             if not (math.isfinite(value) and 0 <= value <= INT32_MAX and value == int(value)):
                 raise RowError(f"{name} {value} is not a whole number in 0..2^31-1, the range a store holds")
         elif not math.isfinite(value):
             raise RowError(f"statistic {name} = {value}: expected a finite number")
+        elif abs(value) > FIGURE_LIMIT:
+            raise RowError(f"statistic {name} = {value:g}: larger than any benchmark reports (at most "
+                           f"{FIGURE_LIMIT:g})")
 
 
 class RowTable:
