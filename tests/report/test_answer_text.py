@@ -72,7 +72,7 @@ def test_the_default_campaign_answer_fits_80_columns_in_at_most_40_lines(default
     assert max(len(line) for line in lines if not line.startswith(str(tmp_path))) <= 80, result.stdout
     text = result.stdout
     # above the matrix: the A/A control, then the bounds, a line each
-    assert lines[1].startswith("A/A (host-mpich against itself): Y") and lines[2].startswith("bounds: memcpy")
+    assert lines[1].startswith("A/A (host-mpich against itself): Y") and lines[2].startswith("bounds at 1 MiB: memcpy")
     # the wheel's MPICH: slower than the system MPI, at the speed of the same wheel natively; TCP slower on both
     rule = next(index for index, line in enumerate(lines) if line.startswith("─"))
     legend = next(index for index, line in enumerate(lines) if line.startswith("Y at native speed"))
@@ -121,7 +121,7 @@ def test_a_native_only_campaign_is_characterised_with_intervals_and_bounds(tmp_p
     console = Console(width=80, record=True, file=open(os.devnull, "w"))
     print_answer(report, console)
     text = console.export_text()
-    assert "bounds: memcpy" in text and "nothing measured" not in text
+    assert "bounds at 1 MiB: memcpy" in text and "nothing measured" not in text
     latency = text[text.index("latency n2N1 H-H"):]
     one_byte = next(line for line in latency.splitlines() if line.startswith("1 B "))
     # 8 launches: the exact 95% interval of the median is the range of the launches (99.2% coverage)

@@ -10,6 +10,7 @@ what a test measures is what a user sees."""
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from dataclasses import dataclass
 
@@ -35,10 +36,18 @@ GAP = 2
 
 
 def clip(text: str, width: int) -> str:
-    """``text`` on one line of at most ``width`` characters, an ellipsis where it is cut."""
-    indent = text[:len(text) - len(text.lstrip(" "))]
-    text = indent + " ".join(text.split())
+    """``text`` on one line of at most ``width`` characters, an ellipsis where it is cut (line breaks and tabs
+    become spaces; the spaces that align a table stay)."""
+    text = re.sub(r"\s*[\r\n\t]+\s*", " ", text).rstrip()
     return text if len(text) <= width else text[:max(width - 1, 0)].rstrip() + "…"
+
+
+def fold(text: str, width: int, lines: int = 2, indent: str = "  ") -> list[str]:
+    """``text`` on at most ``lines`` lines of ``width``, the later ones indented, the last one clipped."""
+    wrapped = textwrap.wrap(clip(text, 10 * width), width, subsequent_indent=indent, break_on_hyphens=False)
+    if len(wrapped) > lines:
+        wrapped = wrapped[:lines - 1] + [clip(" ".join(wrapped[lines - 1:]), width)]
+    return wrapped
 
 
 def _ratio_range(answers: list[Answer]) -> str:
@@ -47,7 +56,7 @@ def _ratio_range(answers: list[Answer]) -> str:
     return f"{min(lows):.2f}–{max(highs):.2f}×" if lows and highs else ""
 
 
-def control_line(report: Report) -> str | None:
+def control_line(report: Report, width: int = 80) -> str | None:
     """The A/A control's result on one line: its class per benchmark and the span of its regime intervals."""
     controls = [a for a in report.answers if a.control and a.baseline == SYSTEM]
     if not controls:
@@ -60,8 +69,12 @@ def control_line(report: Report) -> str | None:
                                            else ", ".join(dict.fromkeys(names)))
                         for label, names in sorted(by_label.items(), key=lambda item: item[0] != "Y"))
     span = _ratio_range(controls)
-    verdict = "" if set(by_label) == {"Y"} else ": the machine could not tell identical runs apart"
-    return f"A/A ({first.stack} against itself): {classes}" + (f", intervals {span}" if span else "") + verdict
+    why = f"intervals {span}" if span else (controls[0].row_class.cause or controls[0].row_class.reason)
+    # (without an interval the control's own reason says why, e.g. too few launches; with one, what it means)
+    verdict = "" if set(by_label) == {"Y"} or not span else "; the machine cannot tell identical runs apart"
+    candidates = [f"A/A ({first.stack} against itself): {classes}, {why}{verdict}",
+                  f"A/A control: {classes}, {why}{verdict}", f"A/A control: {classes}, {why}"]
+    return next((text for text in candidates if len(text) <= width), clip(candidates[-1], width))
 
 
 def _speed(mbs: float | None) -> str:
@@ -77,11 +90,14 @@ def bounds_line(report: Report) -> str | None:
     sizes = [size for row in report.rows.values() for size in row.figures if size]
     large = max(sizes, default=1 << 20)
     floors = sorted(f.value for f in machine.of("shm-latency"))
-    floor = (f"shm {number(floors[0])}" + (f"–{number(floors[-1])}" if floors[-1] != floors[0] else "") + " us"
+    floor = (f"shm {floors[0]:.2g}" + (f"–{floors[-1]:.2g}" if f"{floors[-1]:.2g}" != f"{floors[0]:.2g}" else "")
              if floors else "shm —")
     tcp_us = machine.tcp_latency_us(1)
-    text = (f"bounds: memcpy {_speed(machine.memcpy_mbs(large))}, TCP {_speed(machine.tcp_bandwidth_mbs(large))}"
-            f" at {format_size(large)}; TCP {number(tcp_us)} us, {floor} at 1 B")
+    memcpy, tcp = _speed(machine.memcpy_mbs(large)), _speed(machine.tcp_bandwidth_mbs(large))
+    if memcpy.endswith(" GB/s") and tcp.endswith(" GB/s"):
+        memcpy = memcpy[:-len(" GB/s")]
+    text = (f"bounds at {format_size(large)}: memcpy {memcpy}, TCP {tcp}; at 1 B: TCP {number(tcp_us)}, "
+            f"{floor} us")
     from .bounds import above_bound_figures  # the groups are built only when the bounds are there to judge them
 
     above = len(above_bound_figures(report))
@@ -341,7 +357,7 @@ def skip_lines(report: Report, width: int = 80) -> list[Text]:
     lines = []
     for reason, count, where in report.skip_reasons:
         first = next((line.strip() for line in reason.splitlines() if line.strip()), reason)
-        lines.append(Text(clip(f"not run, {count} case(s) ({', '.join(where)}): {first}", width)))
+        lines += [Text(line) for line in fold(f"not run, {count} case(s) ({', '.join(where)}): {first}", width)]
     return lines
 
 
@@ -401,9 +417,9 @@ def answer_lines(report: Report, width: int = 80, hint: str | None = None) -> li
     """Everything the terminal shows of a report, within ``width``; ``hint``: the command a reader would run for
     the per-row table (``mpistack report local``)."""
     lines: list[Text] = []
-    control = control_line(report)
+    control = control_line(report, width)
     if control:
-        good = "could not tell" not in control
+        good = "not Y" not in control
         lines.append(Text(clip(control, width), style="" if good else "yellow"))
     bounds = bounds_line(report)
     if bounds:
@@ -422,12 +438,12 @@ def answer_lines(report: Report, width: int = 80, hint: str | None = None) -> li
     if skipped:
         lines += ([Text("")] if not matrix else []) + skipped
     characterised = report.characterised
-    if characterised and (not matrix or len(characterised) <= 2):
+    if characterised and not matrix:
         lines.append(Text(""))
         lines += characterisation_lines(report, width)
     elif characterised:
-        lines.append(Text(clip(f"{len(characterised)} row(s) have no baseline: their medians with intervals are "
-                               "in the report's characterisation", width)))
+        lines.append(Text(clip(f"{len(characterised)} row(s) without a baseline: their medians with intervals "
+                               "are in the report", width)))
     if not matrix and not characterised:
         lines.append(Text("nothing measured to report"))
     if hint and (matrix or characterised):
