@@ -21,8 +21,14 @@ from .matrix_text import bounds_line, matrix_cells
 
 
 def md(text) -> str:
-    """Text safe in a Markdown table cell: no pipes, no line breaks."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Text from a store (tags, messages, names) safe in a Markdown table cell: no pipes, no line breaks, and
+    nothing a Markdown viewer would act on: raw HTML (`<`, `&` as entities), links and images (`[`, `]`),
+    code spans (a backquote)."""
+    flat = " ".join(str(text).split())
+    flat = flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for character in "\\`[]|":
+        flat = flat.replace(character, "\\" + character)
+    return flat
 
 
 def template_context(report: Report) -> dict:
@@ -93,6 +99,8 @@ def _environment() -> Environment:
     environment.filters["md"] = md
     environment.filters["first_line"] = lambda text: next(
         (line.strip() for line in str(text).splitlines() if line.strip()), "")
+    # "Open MPI v4.1.4" of Open MPI's 120-character ident line (the whole line is in the provenance)
+    environment.filters["first_clause"] = lambda text: str(text).split(",", 1)[0]
     return environment
 
 
