@@ -61,7 +61,7 @@ def test_fabric_swap_mounts_the_host_libfabric_over_the_images_own(monkeypatch):
         "mpiexec.mpich", "-pmi-port", "-n", "2", "-bind-to", "core",
         "podman", "--runtime", "runc", "run", "--rm", "--network", "host", "--ipc", "host", "--pid", "host",
         "--label", f"mpistack.case={label}",
-        "-v", "/scratch/golden:/scratch/golden",
+        "-v", f"/scratch/golden/cases/{label}:/scratch/golden/cases/{label}",
         "-v", "/usr/lib/x86_64-linux-gnu/libfabric.so.1.20.0:/opt/mpi/lib/mpich/libfabric.so.1:ro",
         "-v", "/usr/lib/x86_64-linux-gnu/libefa.so.1.2.44.0:/opt/mpistack/host-fabric/lib/libefa.so.1:ro",
         "-v", "/usr/lib/x86_64-linux-gnu/libfabric:/opt/mpistack/host-fabric/providers:ro",

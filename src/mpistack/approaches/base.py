@@ -19,6 +19,7 @@ from ..registry import LAUNCHERS
 from ..runtime import presets
 from ..spec.case import Case
 from .fabric_facts import HostLibfabric, ImageFabric, dependencies, find_library, probe_host_libfabric
+from .openmpi_facts import probe_host_openmpi
 
 # The host's MPI library, the names a binary may ask it by, and how its ABI is named in messages.
 HOST_MPI_LIBRARIES = {"mpich": ("libmpich.so.12", ("libmpi.so.12", "libmpich.so.12"))}
@@ -43,6 +44,10 @@ class HostFacts:
     mpi_library_files: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     plugin_dirs: tuple[str, ...] = ()  # transport plug-ins the host MPI loads at run time (UCX modules)
     libfabric: HostLibfabric | None = None  # the host's libfabric.so.1, which fabric-swap mounts into images
+    mpi_versions: dict[str, str] = field(default_factory=dict)  # host MPI -> its release, where it matters (Open MPI)
+    # host MPI -> directories it loads plug-ins or help texts from, mounted at their host paths (bind)
+    mpi_plugin_dirs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    pmix_version: str | None = None  # the host's PMIx, which mpirun.openmpi (and srun --mpi=pmix here) serve
 
     @classmethod
     def probe(cls) -> "HostFacts":
@@ -51,9 +56,20 @@ class HostFacts:
             found = _library_files(mpi)
             if found:
                 files[mpi] = found
-        return cls(is_root=os.geteuid() == 0, mpi_library_files=files,
-                   plugin_dirs=tuple(path for path in _PLUGIN_DIRS if Path(path).is_dir()),
-                   libfabric=probe_host_libfabric())
+        plugin_dirs = tuple(path for path in _PLUGIN_DIRS if Path(path).is_dir())
+        openmpi = probe_host_openmpi()
+        extra = {}
+        if openmpi is not None:
+            files["openmpi"] = openmpi.library_files
+            extra = {"mpi_versions": {"openmpi": openmpi.version} if openmpi.version else {},
+                     "mpi_plugin_dirs": {"mpich": plugin_dirs, "openmpi": (*openmpi.plugin_dirs, *plugin_dirs)},
+                     "pmix_version": openmpi.pmix_version}
+        return cls(is_root=os.geteuid() == 0, mpi_library_files=files, plugin_dirs=plugin_dirs,
+                   libfabric=probe_host_libfabric(), **extra)
+
+    def plugin_dirs_of(self, mpi: str) -> tuple[str, ...]:
+        """What the host's `mpi` loads at run time besides its libraries (UCX modules; Open MPI's components)."""
+        return self.mpi_plugin_dirs.get(mpi, self.plugin_dirs)
 
     def root_env(self) -> dict[str, str]:
         """Open MPI refuses root unless told twice; campaigns here may run as root."""

@@ -1,38 +1,63 @@
-"""hybrid: the host's launcher starts one container per rank and PMI crosses the boundary (the model of
-the CSCS Container Engine under srun, and of Apptainer's hybrid mode).
+"""hybrid: the host's launcher starts one container per rank and the process-management interface crosses
+the boundary (the model of the CSCS Container Engine under srun, and of Apptainer's hybrid mode).
 
-On this machine the host launcher is MPICH's Hydra in its PMI_PORT mode (the process-management wire
-protocol goes over TCP, which crosses into a container with --network host); under Slurm it is srun's PMI-2
-plug-in, whose socket each container keeps as a file descriptor. Either way the image's MPI must speak
-PMI-1/2: MPICH and its derivatives do; Open MPI wires up through PMIx and is refused.
+MPICH ranks speak PMI-1/2: on this machine to MPICH's Hydra in its PMI_PORT mode (the wire protocol goes over
+TCP, which crosses into a container with --network host), under Slurm to srun's PMI-2 plug-in, whose socket
+each container keeps as a file descriptor.
+
+Open MPI ranks are PMIx clients: on this machine of the host's `mpirun.openmpi` (its daemon is their PMIx
+server), under Slurm of srun's PMIx plug-in (`srun --mpi=pmix`, with PMIX_MCA_psec=native as the CSCS
+guide sets). A PMIx v4 or later server publishes its rendezvous as a TCP address in PMIX_SERVER_URI*, which
+reaches a container on the host network; the PMIX_* and OMPI_* variables the launcher sets for each rank are
+passed in, and the ranks use PMIx's hash datastore (PMIX_MCA_gds=hash), which every PMIx release has, not the
+shared-memory one kept in the server's own directory. Where the image's PMIx and the host's cannot talk
+(compat.pmix_mismatch, after PMIx's published cross-version statement) the case is refused before it
+launches.
 """
 
 from __future__ import annotations
 
+from ..compat import pmix_mismatch, stack_pmix_version
 from ..launchers import LaunchPlan
 from ..registry import APPROACHES
 from .base import Approach, Refused, benchmark_argv, container, container_plan, image_env, rank_starter
 
 # Rank-private variables the host launcher sets for each rank: passed into its container.
 PMI_ENV_PATTERNS = ["PMI_*", "MPIR_CVAR_*", "HYDI_*", "HYDRA_*"]
+PMIX_ENV_PATTERNS = ["PMIX_*", "OMPI_*"]
+#: what an Open MPI rank in a container sets for its PMIx client (see the module's text)
+PMIX_CLIENT_ENV = {"PMIX_MCA_gds": "hash"}
 
 
-def pmi_mismatch(stack_name: str, mpi_impl: str) -> str | None:
-    """Why the host launcher cannot start the image's MPI in a container per rank (the doctor gives the same)."""
+def pmi_mismatch(stack_name: str, mpi_impl: str, image_pmix: str | None = None,
+                 host_pmix: str | None = None) -> str | None:
+    """Why the host launcher cannot start the image's MPI in a container per rank (the doctor gives the same):
+    an Open MPI whose PMIx cannot talk to the host's PMIx server."""
     if mpi_impl == "mpich":
         return None
-    return (f"{stack_name} is {mpi_impl}: the host launcher (Hydra, PMI-1/2 over a port) cannot start its ranks; "
-            "Open MPI needs a PMIx server of its own version")
+    mismatch = pmix_mismatch(image_pmix, host_pmix)
+    return f"{stack_name} is {mpi_impl}: {mismatch}" if mismatch else None
 
 
-def per_rank_launch(case, resources, label: str, env: dict[str, str], argv: list[str], mounts: list[str] = ()):
-    """mpiexec.mpich -pmi-port -n N (or srun) podman run ... --env 'PMI_*' IMAGE ARGV, and its container."""
-    mismatch = pmi_mismatch(case.stack.name, case.stack.mpi_impl)
+def per_rank_launch(case, resources, label: str, env: dict[str, str], argv: list[str], mounts: list[str] = (),
+                    pmix_client: str | None = None):
+    """The launcher's per-rank start (mpiexec.mpich -pmi-port, mpirun.openmpi, or srun --mpi=...) of
+    podman run ... --env 'PMI_*' IMAGE ARGV, and its container. `pmix_client`: the PMIx the ranks are
+    clients of, when not the image's own (bind mounts the host's)."""
+    mpi = case.stack.mpi_impl
+    host_pmix = resources.host.pmix_version
+    client = pmix_client or (stack_pmix_version(case.stack.spec) if case.stack.spec is not None else None)
+    mismatch = pmi_mismatch(case.stack.name, mpi, client, host_pmix)
     if mismatch:
         raise Refused(mismatch)
-    start = rank_starter(resources).ranks_in_containers("mpich", case.placement)
+    if mpi == "openmpi":
+        env = {**env, **PMIX_CLIENT_ENV}
+        passthrough = [*PMI_ENV_PATTERNS, *PMIX_ENV_PATTERNS]
+    else:
+        passthrough = PMI_ENV_PATTERNS
+    start = rank_starter(resources).ranks_in_containers(mpi, case.placement)
     run = container(case, resources, label, env, argv, per_rank=True, mounts=list(mounts),
-                    passthrough=PMI_ENV_PATTERNS, preserve_fds=start.preserve_fds)
+                    passthrough=passthrough, preserve_fds=start.preserve_fds)
     return [*start.argv, *resources.engine.run_argv(run)], run
 
 

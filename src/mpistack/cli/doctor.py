@@ -34,7 +34,7 @@ def doctor(
     mpi: Annotated[Optional[str], typer.Option("--mpi", metavar="FAMILY", help="Host check: only this host MPI (mpich, openmpi) \\[default: each installed].")] = None,
     launcher: Annotated[Optional[str], typer.Option("--launcher", metavar="PROGRAM", help="Launch the probe with this program (e.g. mpiexec.openmpi) instead of the MPI's own.")] = None,
     ranks: Annotated[int, typer.Option("--ranks", "-n", min=1, help="Ranks the probe (or the plan) starts.")] = 2,
-    host_mpi: Annotated[Optional[str], typer.Option("--host-mpi", metavar="FAMILY", help="Plan check: the host MPI family bind would mount \\[default: the host's MPICH].")] = None,
+    host_mpi: Annotated[Optional[str], typer.Option("--host-mpi", metavar="FAMILY", help="Plan check: the host MPI family bind would mount \\[default: the image's own family].")] = None,
     shm_size: Annotated[Optional[str], typer.Option("--shm-size", metavar="SIZE", help="Image check: the container's /dev/shm size (podman syntax, e.g. 64m) \\[default: mpistack's].")] = None,
     env: Annotated[Optional[list[str]], typer.Option("--env", "-e", metavar="KEY=VALUE", help="Environment for the probe or the plan; repeatable.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
@@ -163,7 +163,7 @@ def _plan(stack_name, approach, ranks, host_mpi, env):
     subject = PlanSubject(spec, approach, ranks=ranks, env=env)
     if host_mpi is not None:  # a view of another host: the library of that family, as bind would find it
         subject.host_mpi = host_mpi
-    files = HostFacts.probe().mpi_library_files.get(subject.host_mpi or "")
+    files = HostFacts.probe().mpi_library_files.get(subject.bound_mpi)
     subject.host_library = files[0][0] if files else None
     # None without srun, or where it cannot answer (no slurm.conf reachable)
     offered = SlurmLauncher(SlurmEntry(), command_timeout=30).mpi_plugins()

@@ -57,6 +57,8 @@ class Target:
     host_libfabric: str | None = None
     approach: str | None = None  # native | container | hybrid | bind | fabric-swap
     swap: LibfabricSwap | None = None
+    host_mpi: tuple[str, str | None] | None = None  # (family, release) of the host MPI bind mounts
+    host_pmix: str | None = None  # the release of the host launcher's PMIx server
 
 
 @dataclass(frozen=True)
@@ -400,6 +402,105 @@ def ships_standard_abi(stack: Stack) -> bool:
     return stack.mpi.impl == "mpich" and V(stack.mpi.version) >= (5,)
 
 
+# -- the host's MPI and PMIx serving an image's ranks (bind, hybrid) ---------------------------------------
+
+MPI_SONAMES = {"mpich": "libmpi.so.12 (MPICH ABI)", "openmpi": "libmpi.so.40 (Open MPI)"}
+OPEN_MPI_ABI_SOURCE = ("Open MPI 'Version numbers and compatibility' (https://docs.open-mpi.org/en/v5.0.x/"
+                       "version-numbering.html): version Y is backward compatible with X (Y > X) when an "
+                       "application compiled with X runs with Y; 'ABI compatibility to previous versions of Open "
+                       "MPI' (https://docs.open-mpi.org/en/v5.0.x/building-apps/abi-compatibility.html): an "
+                       "application compiled with Open MPI v4.x runs with v5.0.x")
+PMIX_CROSS_VERSION_SOURCE = ("'How Does PMIx Work with Containers?' (https://pmix.org/support/faq/"
+                             "how-does-pmix-work-with-containers/): \"Starting with v2.1.1, all versions are fully "
+                             "cross-compatible\"; v1.2.5 servers serve only v1.2.x clients, v2.0.3 servers only "
+                             "v2.0.x and v1.2.5 clients")
+
+
+def bind_abi_mismatch(image_mpi: str, image_version: str | None, host_mpi: str,
+                      host_version: str | None) -> str | None:
+    """Why the host's MPI library cannot replace the image's (bind), or None when the ABI statements allow it:
+    MPICH-ABI libraries replace each other; an Open MPI library runs what an older or equal release of its
+    own series compiled, and v5.0.x what v4.x compiled (never the reverse)."""
+    if image_mpi != host_mpi:
+        return (f"the image's {image_mpi} uses {MPI_SONAMES.get(image_mpi, image_mpi)}, the host's {host_mpi} "
+                f"provides {MPI_SONAMES.get(host_mpi, host_mpi)}; the ABIs differ, so the image's binaries cannot "
+                "run on the host's library")
+    if image_mpi != "openmpi":
+        return None
+    image, host = V(image_version), V(host_version)
+    if not image or not host:
+        return (f"the {'image' if not image else 'host'}'s Open MPI release is unknown: Open MPI's ABI promise "
+                "depends on which is newer")
+    if image > host:
+        return (f"the image's Open MPI {image_version} is newer than the host's {host_version}: Open MPI promises "
+                "that a newer library runs what an older release compiled, not the reverse")
+    if image[0] != host[0] and not (image[0] == 4 and host[0] == 5):
+        return (f"the image's Open MPI {image_version} and the host's {host_version} are of series whose ABI "
+                "Open MPI does not promise to share (v5.0.x runs what v4.x compiled)")
+    return None
+
+
+def pmix_mismatch(client: str | None, server: str | None) -> str | None:
+    """Why a PMIx client (an image's MPI) cannot talk to the host's PMIx server, or None (None too where a
+    version is unknown: the launch says)."""
+    c, s = V(client), V(server)
+    if not c or not s:
+        return None
+    if c[:2] == s[:2] or (c >= (2, 1, 1) and s >= (2, 1, 1)):
+        return None
+    serves = {(1, 2): lambda v: v[:2] == (1, 2),  # a v1.2.5 server: v1.2.x clients only
+              (2, 0): lambda v: v[:2] == (2, 0) or v >= (1, 2, 5) and v[:2] == (1, 2)}
+    if s >= (2, 1, 1):  # a v1.2.5 or v2.0.3 client reaches a v2.1.1+ server
+        ok = c >= (1, 2, 5) and c[:2] == (1, 2) or c >= (2, 0, 3) and c[:2] == (2, 0)
+    elif s >= (2, 0, 3) and s[:2] == (2, 0) or s >= (1, 2, 5) and s[:2] == (1, 2):
+        ok = serves[s[:2]](c)
+    else:
+        ok = False
+    if ok:
+        return None
+    return (f"the image's PMIx {client} cannot talk to the host's PMIx {server} server: cross-version "
+            "support starts with v2.1.1 (v1.2.5 and v2.0.3 clients reach newer servers, not the reverse)")
+
+
+#: the PMIx an Open MPI wires up with where the stack has no [pmix] table: Debian 12 links its libpmix2 4.2.2;
+#: the PyPI wheels bundle their release's internal PMIx, at least the one the series began with (Open MPI
+#: v4.0 with PMIx v3.0, 'OMPI PMIx Cross Version Matrix'; v5.0.0 with PMIx v4.2.7, Open MPI v5.0.x NEWS):
+#: enough for the cross-version question, which turns on v2.1.1
+DEBIAN_BOOKWORM_PMIX = "4.2.2"
+INTERNAL_PMIX_AT_LEAST = {4: "3.0.0", 5: "4.2.7"}
+
+
+def stack_pmix_version(stack: Stack) -> str | None:
+    """The PMIx the stack's MPI is a client of (Open MPI only), as far as the stack file tells."""
+    if stack.mpi.impl != "openmpi":
+        return None
+    if stack.pmix is not None and stack.pmix.version:
+        return stack.pmix.version
+    if stack.mpi.channel == "apt" and "bookworm" in stack.base.image:
+        return DEBIAN_BOOKWORM_PMIX
+    return INTERNAL_PMIX_AT_LEAST.get((V(stack.mpi.version) or (0,))[0])
+
+
+@rule("bind-abi", "error",
+      "bind mounts the host's MPI library over the image's: the image's binaries must run on it by the MPI's "
+      "own ABI statements.",
+      f"MPICH ABI (libmpi.so.12, shared by MPICH and its derivatives); {OPEN_MPI_ABI_SOURCE}")
+def _bind_abi(stack: Stack, ctx: Target) -> str | None:
+    if ctx.approach != "bind" or ctx.host_mpi is None:
+        return None
+    return bind_abi_mismatch(stack.mpi.impl, stack.mpi.version, *ctx.host_mpi)
+
+
+@rule("pmix-cross-version", "error",
+      "A container per rank of Open MPI (hybrid, bind) wires up through the host launcher's PMIx server: its "
+      "PMIx must talk to the image's.",
+      PMIX_CROSS_VERSION_SOURCE)
+def _pmix_cross_version(stack: Stack, ctx: Target) -> str | None:
+    if ctx.approach not in ("hybrid", "bind") or stack.mpi.impl != "openmpi" or ctx.host_pmix is None:
+        return None
+    return pmix_mismatch(stack_pmix_version(stack), ctx.host_pmix)
+
+
 # -- pinned sources ---------------------------------------------------------------------------------
 
 @rule("source-pinned", "error",
@@ -431,8 +532,10 @@ def _pinned(stack: Stack, ctx: Target) -> str | None:
 
 
 def check(stack: Stack, *, host_libfabric: str | None = None, approach: str | None = None,
-          swap: LibfabricSwap | None = None) -> list[Finding]:
-    ctx = Target(host_libfabric=host_libfabric, approach=approach, swap=swap)
+          swap: LibfabricSwap | None = None, host_mpi: tuple[str, str | None] | None = None,
+          host_pmix: str | None = None) -> list[Finding]:
+    ctx = Target(host_libfabric=host_libfabric, approach=approach, swap=swap, host_mpi=host_mpi,
+                 host_pmix=host_pmix)
     findings = [f for r in RULES if (f := r.check(stack, ctx)) is not None]
     order = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(findings, key=lambda f: order[f.severity])

@@ -66,7 +66,11 @@ class Srun:
 
     def ranks_in_containers(self, mpi: str, placement: Placement) -> PerRankStart:
         """srun's PMI-2 plug-in hands each rank a socket as file descriptor $PMI_FD; the shim moves it to
-        descriptor 3, which the container keeps (podman --preserve-fds 1)."""
+        descriptor 3, which the container keeps (podman --preserve-fds 1). Its PMIx plug-in needs nothing of
+        the sort: the step's PMIx server publishes a TCP address (PMIX_SERVER_URI*) the ranks reach on the
+        node's network."""
+        if SRUN_MPI[mpi] == "pmix":
+            return PerRankStart(self.ranks(mpi, placement))
         shim = 'exec 3>&"$PMI_FD" {PMI_FD}>&-; PMI_FD=3 exec "$@"'
         return PerRankStart([*self.ranks(mpi, placement), "bash", "-c", shim, "mpistack-pmi-fd"], preserve_fds=1)
 

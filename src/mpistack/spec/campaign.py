@@ -67,6 +67,8 @@ class ApproachEntry(_Model):
     #: let ranks attach each other's memory (cross-memory attach, single-copy transfers): containers
     #: get --pid host, CAP_SYS_PTRACE and no seccomp filter. Off is podman's default confinement.
     single_copy: bool = False
+    #: bind: which of the host's MPIs is mounted into the images (default: the one of each image's own family)
+    host_mpi: Literal["mpich", "openmpi"] | None = None
 
 
 class BenchmarkEntry(_Model):

@@ -1,30 +1,38 @@
 """Rules on what a campaign would run (``PlanSubject``): a stack deployed by an approach on this machine. The
-bind approach's ABI reasons and fabric-swap's refusal of UCX stacks are the approaches' own (approaches/bind.py,
-approaches/fabric_swap.py), so the doctor and a campaign agree."""
+bind approach's ABI reasons, hybrid's PMIx reasons and fabric-swap's refusal of UCX stacks are the approaches'
+own (compat.bind_abi_mismatch through approaches/bind.py, approaches/hybrid.py, approaches/fabric_swap.py), so
+the doctor and a campaign agree."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import cache
 
-from ...approaches.bind import SONAMES, Bind, abi_mismatch
 from ...approaches.fabric_facts import HostLibfabric, probe_host_libfabric
 from ...approaches.fabric_swap import NO_HOST_LIBFABRIC, ucx_mismatch
 from ...approaches.hybrid import pmi_mismatch
-from ...compat import ships_standard_abi
+from ...approaches.openmpi_facts import HostOpenMpi, probe_host_openmpi
+from ...compat import (MPI_SONAMES, OPEN_MPI_ABI_SOURCE, PMIX_CROSS_VERSION_SOURCE, bind_abi_mismatch,
+                       ships_standard_abi, stack_pmix_version)
 from ...runtime import SRUN_MPI, presets
 from ...spec.stack import Stack
 from ..model import rule
 from .runs import PER_RANK_APPROACHES
+
+#: the host's Open MPI, read once per process (ompi_info and ldd of its components)
+host_openmpi = cache(probe_host_openmpi)
+
 
 @dataclass
 class PlanSubject:
     stack: Stack
     approach: str
     ranks: int = 2
-    host_mpi: str | None = Bind.host_mpi  # the family of the host library bind would mount
+    host_mpi: str | None = None  # the family of the host library bind would mount (None: the image's own)
     host_library: str | None = None  # its path, when found
     host_libfabric: HostLibfabric | None = field(default_factory=probe_host_libfabric)  # what fabric-swap mounts
+    host_openmpi: HostOpenMpi | None = field(default_factory=host_openmpi)  # its release and PMIx
     cores: int | None = field(default_factory=os.cpu_count)
     srun_mpi_types: list[str] | None = None
     env: dict[str, str] = field(default_factory=dict)  # the variant's settings on top of the stack's
@@ -33,33 +41,50 @@ class PlanSubject:
     def where(self) -> str:
         return f"{self.stack.name} {self.approach}"
 
+    @property
+    def bound_mpi(self) -> str:
+        """The host MPI bind mounts: the one named, else the image's own family (as a campaign chooses)."""
+        return self.host_mpi or self.stack.mpi.impl
+
+    def host_version(self, mpi: str) -> str | None:
+        return self.host_openmpi.version if mpi == "openmpi" and self.host_openmpi else None
+
+    @property
+    def host_pmix(self) -> str | None:
+        return self.host_openmpi.pmix_version if self.host_openmpi else None
+
+
+def _abi_mismatch(plan: PlanSubject) -> str | None:
+    """The run's own predicate (compat.bind_abi_mismatch) on the plan's image and host."""
+    return bind_abi_mismatch(plan.stack.mpi.impl, plan.stack.mpi.version, plan.bound_mpi,
+                             plan.host_version(plan.bound_mpi))
+
 
 @rule("bind-abi", "plan", "Sarus 'ABI compatibility' (https://sarus.readthedocs.io/en/stable/user/abi_compatibility.html); "
-      "Open MPI 'ABI compatibility' (https://docs.open-mpi.org/en/v5.0.1/building-apps/abi-compatibility.html); "
+      f"{OPEN_MPI_ABI_SOURCE}; "
       "MPI_Abi_get_version(3) (https://docs.open-mpi.org/en/main/man-openmpi/man3/MPI_Abi_get_version.3.html)",
-      "bind: whether the host's MPI library can replace the image's (same ABI family)")
+      "bind: whether the host's MPI library can replace the image's (the same ABI, by the MPI's own statements)")
 def bind_abi(rule, plan: PlanSubject):
     if plan.approach != "bind":
         return
-    image_mpi, host_mpi = plan.stack.mpi.impl, plan.host_mpi
-    if host_mpi is None:
-        return
-    evidence = {"image_abi": SONAMES.get(image_mpi, image_mpi), "host_abi": SONAMES.get(host_mpi, "none"),
+    image_mpi, host_mpi = plan.stack.mpi.impl, plan.bound_mpi
+    evidence = {"image_abi": f"{MPI_SONAMES.get(image_mpi, image_mpi)} {plan.stack.mpi.version}",
+                "host_abi": " ".join(filter(None, [MPI_SONAMES.get(host_mpi, "none"), plan.host_version(host_mpi)])),
                 "host_library": plan.host_library or "not found"}
-    mismatch = abi_mismatch(image_mpi, host_mpi)
+    mismatch = _abi_mismatch(plan)
     if mismatch:
         standard = ships_standard_abi(plan.stack)
         yield rule.finding(
             "problem", f"bind refused: {image_mpi} image, {host_mpi} host", mismatch[0].upper() + mismatch[1:] + ".",
             "Use the hybrid approach (the image's own MPI) or fabric-swap (the image's MPI with the host's "
-            "libfabric), rebuild the image with the host's MPI family, or build the application against the MPI-5 "
-            "standard ABI (libmpi_abi.so, mpicc_abi)"
+            "libfabric), rebuild the image with the host's MPI family (and a release no newer than the host's), "
+            "or build the application against the MPI-5 standard ABI (libmpi_abi.so, mpicc_abi)"
             + (": this stack ships libmpi_abi.so" if standard else "") + ".",
             subject=plan.where, **evidence)
     else:
-        yield rule.finding("ok", f"bind: {SONAMES.get(image_mpi)} on both sides",
-                           "MPICH-ABI libraries (libmpi.so.12, Debian's libmpich.so.12) replace each other.",
-                           subject=plan.where, **evidence)
+        yield rule.finding("ok", f"bind: {MPI_SONAMES.get(image_mpi)} on both sides",
+                           "MPICH-ABI libraries replace each other; an Open MPI library runs what an older or "
+                           "equal release compiled." , subject=plan.where, **evidence)
 
 
 @rule("plan-fabric-swap", "plan", "CSCS docs 'MPICH image' (https://docs.cscs.ch/software/container-engine/"
@@ -98,28 +123,33 @@ def _refused_before_launch(plan: PlanSubject) -> bool:
     """Whether the approach refuses the stack for a reason of its own before it plans the launch (bind across
     ABIs, fabric-swap of a UCX build or without a host libfabric): that reason is the run's, said by its rule."""
     if plan.approach == "bind":
-        return plan.host_mpi is not None and bool(abi_mismatch(plan.stack.mpi.impl, plan.host_mpi))
+        return bool(_abi_mismatch(plan))
     if plan.approach == "fabric-swap":
         return bool(ucx_mismatch(plan.stack.name, plan.stack)) or plan.host_libfabric is None
     return False
 
 
-@rule("hybrid-pmix", "plan", "'How does PMIx work with containers?' (https://github.com/openpmix/openpmix/wiki/"
-      "How-does-PMIx-work-with-containers%3F); 'PMIx Versioning' (https://github.com/openpmix/openpmix/wiki/"
-      "PMIx-Versioning): a client works with a server of its own major and minor version",
-      "a container per rank (hybrid, bind, fabric-swap) of an MPI that wires up through PMIx (Open MPI): the "
-      "host's launcher speaks PMI-1/2, not a PMIx server of the image's version (refused as the run refuses it)")
+@rule("hybrid-pmix", "plan", PMIX_CROSS_VERSION_SOURCE,
+      "a container per rank (hybrid, bind, fabric-swap) of an MPI that wires up through PMIx (Open MPI): whether "
+      "its PMIx talks to the host launcher's PMIx server (refused as the run refuses it)")
 def hybrid_pmix(rule, plan: PlanSubject):
-    if plan.approach not in PER_RANK_APPROACHES or _refused_before_launch(plan):
+    if plan.approach not in PER_RANK_APPROACHES or _refused_before_launch(plan) or plan.stack.mpi.impl == "mpich":
         return
-    mismatch = pmi_mismatch(plan.stack.name, plan.stack.mpi.impl)
+    # bind's ranks are clients of the host's own PMIx (mounted with its MPI); the others of the image's
+    client = plan.host_pmix if plan.approach == "bind" else stack_pmix_version(plan.stack)
+    evidence = {"image_pmix": client or "unknown", "host_pmix": plan.host_pmix or "unknown"}
+    mismatch = pmi_mismatch(plan.stack.name, plan.stack.mpi.impl, client, plan.host_pmix)
     if mismatch:
         yield rule.finding(
-            "problem", f"{plan.approach} refused: {plan.stack.mpi.impl} ranks need a PMIx server",
+            "problem", f"{plan.approach} refused: {plan.stack.mpi.impl} ranks cannot reach the host's PMIx",
             f"{mismatch}.",  # the run's own reason, word for word
             "Run the image's ranks in one container with its own mpirun (the container approach), or start them "
-            "with a launcher that serves PMIx of the image's version (srun --mpi=pmix on a Slurm built with it).",
-            subject=plan.where, mpi=plan.stack.mpi.impl)
+            "with a launcher whose PMIx is v2.1.1 or later on both sides.", subject=plan.where, **evidence)
+    else:
+        yield rule.finding("ok", f"{plan.approach}: PMIx {client or '?'} client, PMIx {plan.host_pmix or '?'} server",
+                           "PMIx releases from v2.1.1 on talk to each other; Open MPI itself promises nothing when "
+                           "the launcher's release and the ranks' differ, so the run is the evidence.",
+                           subject=plan.where, **evidence)
 
 
 @rule("plan-environment", "plan", "CSCS docs 'MPICH image' and 'OpenMPI' (https://docs.cscs.ch/software/container-engine/"
