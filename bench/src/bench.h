@@ -29,7 +29,7 @@
 #define COLL_LOOP_LARGE 100
 #define COLL_SKIP_LARGE 10
 #define WINDOW_SIZE 64
-#define ACK_BYTES 4
+#define ACK_BYTES 1 /* bw and mbw_mr: 1 x MPI_CHAR back per window, as OSU 7.4 (osu_bw.c, osu_mbw_mr.c) */
 #define MAX_SIZE_PT2PT (1UL << 22)
 #define MAX_SIZE_COLL (1UL << 20)
 #define MAX_MEM_LIMIT (512UL * 1024 * 1024)
