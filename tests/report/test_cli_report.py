@@ -104,5 +104,7 @@ def test_one_row_per_size_against_both_baselines(synthetic_db):
     assert float(one_byte[2]) == pytest.approx(2 * float(one_byte[3]), rel=0.05)
     variant = mpistack("--db", synthetic_db, "report", "synthetic", "--row", "pip-mpich/container+tcp/latency")
     assert "against the system MPI" in variant.stdout and ": N " in variant.stdout
+    baseline = mpistack("--db", synthetic_db, "report", "synthetic", "--row", "host-mpich/native/latency")
+    assert "the baseline of " in baseline.stdout and "99%" in baseline.stdout  # 8 launches: the range, 99.2 %
     missing = mpistack("--db", synthetic_db, "report", "synthetic", "--row", "pip-mpich/hybrid/alltoall", check=False)
     assert missing.returncode == 2 and "pip-mpich/hybrid/latency" in missing.stderr and missing.stdout == ""

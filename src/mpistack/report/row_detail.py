@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.answers import SAME_STACK, SYSTEM, Answer, where_slow
-from ..analysis.characterise import characterise
+from ..analysis.characterise import Characterisation, characterise
 from ..analysis.classes import format_size
 from ..analysis.evidence import RowKey
 from ..analysis.matrix import Column, placement_text
@@ -58,7 +58,7 @@ def chosen_keys(report: Report, choice: RowChoice) -> list[RowKey]:
     """The report's rows that ``choice`` names (one per placement and metric); RowNotFound with the known rows
     when none."""
     keys = [key for key in sorted(report.rows) if key.stack == choice.stack and key.approach == choice.approach
-            and choice.benchmark in (key.benchmark, key.metric)]
+            and key.benchmark == choice.benchmark]
     variants = {key.variant for key in keys}
     wanted = choice.variant if choice.variant is not None else (
         DEFAULT_VARIANT if DEFAULT_VARIANT in variants or not variants else None)
@@ -109,7 +109,8 @@ def print_row(report: Report, choice: RowChoice, console: Console) -> None:
         unit = UNITS.get(key.metric, "")
         better = "higher" if key.higher_is_better else "lower"
         console.print(Text(f"{row_label(key)} ({key.metric}, n{key.ranks}N{key.nodes} {key.buffers}): "
-                           f"{row.launches} launches, {unit or 'as reported'}, {better} is better", style="bold"),
+                           f"{row.launches} launch(es), {unit or 'as reported'}, {better} is better",
+                           style="bold"),
                       highlight=False)
         answers = [a for a in report.answers if a.key == key]
         for answer_ in sorted(answers, key=lambda a: a.baseline != SYSTEM):
@@ -125,17 +126,19 @@ def print_row(report: Report, choice: RowChoice, console: Console) -> None:
         if not any(a.baseline == SAME_STACK or a.same_build_as_system for a in answers) and key.approach != "native":
             console.print("against the same build natively: no such row in this report", highlight=False)
         if not any(a.sizes for a in answers) and row.figures:
-            console.print(characterisation_table(report, key))
+            served = sum(a.baseline_row == key for a in report.answers)
+            item = characterise(row)
+            console.print((f"the baseline of {served} compared row(s); " if served else "no comparison; ")
+                          + f"medians over launches with their {item.confidence:.0%} interval"
+                          + (" (fewer than 6 launches: the range, with its coverage)" if item.short_of_level else ""),
+                          highlight=False)
+            console.print(characterisation_table(item))
         console.print(f"(placement {placement_text(answers[0]) if answers else f'n{key.ranks}N{key.nodes}'}; "
                       "ratio: 1.00× is parity, below 1 slower)", style="dim", highlight=False)
 
 
-def characterisation_table(report: Report, key: RowKey) -> Table:
-    item = characterise(report.rows[key])
-    table = Table(title=f"no comparison: medians over launches with their {item.confidence:.0%} interval"
-                  + (" (fewer than 6 launches: the range, with its coverage)" if item.short_of_level else ""),
-                  title_justify="left", box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False,
-                  padding=(0, 1, 0, 0), show_edge=False)
+def characterisation_table(item: Characterisation) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
     for name, justify in (("size", "left"), ("launches", "right"), ("median", "right"), ("interval", "right"),
                           ("coverage", "right")):
         table.add_column(name, justify=justify, no_wrap=True)
