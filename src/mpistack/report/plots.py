@@ -32,7 +32,7 @@ from ..analysis.bounds import MachineBounds
 from ..analysis.classes import format_size
 from ..analysis.matrix import Column, column_order
 from ..spec.campaign import DEFAULT_VARIANT
-from .bounds import COPIES, LATENCY_BENCHMARKS
+from .bounds import COPIES, LATENCY_BENCHMARKS, above_memcpy
 from .data import Group, Report, Series
 
 #: Okabe-Ito's colours but black, the yellow last (the weakest on white).
@@ -48,6 +48,7 @@ BOUND_LINE_WIDTH = 1.0
 SYSTEM_LABEL = "system MPI natively (the panel's baseline)"
 SAME_STACK_LABEL = "same stack natively (same-stack baseline)"
 PARITY_LABEL = "parity (native speed)"
+ABOVE_LABEL = "above the memcpy bound (an in-cache figure)"
 #: ratio ticks a reader can read off: parity, the usual floors' edges and the halves and doublings around it
 NICE_RATIOS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.8, 1.0, 1.25, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0,
                200.0, 500.0, 1000.0)
@@ -66,17 +67,20 @@ class LineStyle:
     marker: str = ""
     filled: bool = True
     width: float = 1.3
+    marker_size: float = 3.5
 
     def kwargs(self) -> dict:
         style = {"color": self.colour, "linestyle": self.linestyle, "linewidth": self.width}
         if self.marker:
-            style |= {"marker": self.marker, "markersize": 3.5}
+            style |= {"marker": self.marker, "markersize": self.marker_size}
             if not self.filled:
                 style |= {"markerfacecolor": "white", "markeredgewidth": 1.0, "markersize": 5.5}
         return style
 
 
 SYSTEM_STYLE = LineStyle(BASELINE_COLOUR, "-", "", width=2.4)
+#: a figure above the memcpy bound of its size: marked, never read as a faster transport
+ABOVE_STYLE = LineStyle(BASELINE_COLOUR, "none", "x", width=1.2, marker_size=7.0)
 #: drawn beneath the deployments, wider and with larger open markers, so that a deployment at the same speed
 #: lies on it and both stay visible
 SAME_STACK_STYLE = LineStyle(BASELINE_COLOUR, "--", "s", filled=False, width=2.0)
@@ -346,6 +350,12 @@ def _marks(index: int, count: int) -> dict:
     return {"markevery": (index % count, count)} if count > 1 else {}
 
 
+def _above_bound(group: Group, bounds: MachineBounds | None, series: list[Series]) -> list[tuple[int, float]]:
+    """The (size, median) points of these series above the memcpy bound of their size (report/bounds.py)."""
+    return [(size, item.median[size]) for item in series for size in _sized(item)
+            if above_memcpy(bounds, group.key.benchmark, group.key.metric, size, item.median[size])]
+
+
 def _draw_series(axes, series: Series, style: LineStyle, band_alpha: float, zorder: float = 2,
                  marks: dict | None = None) -> None:
     sizes = _sized(series)
@@ -370,6 +380,9 @@ def value_plot(group: Group, bounds: MachineBounds | None = None,
         legend.line(*_style_of(series, styles))
     for label, _, _, dash in references:
         legend.reference(label, BOUND_COLOUR, dash)
+    above = {id(panel): _above_bound(group, bounds, [*panel.baselines, *panel.candidates]) for panel in found}
+    if any(above.values()):
+        legend.line(ABOVE_LABEL, ABOVE_STYLE)
     figure, axes_list, bottom = _grid(len(found), len(legend.entries))
     for index, (panel, axes) in enumerate(zip(found, axes_list)):
         for _, sizes, values, dash in references:
@@ -383,6 +396,9 @@ def value_plot(group: Group, bounds: MachineBounds | None = None,
             else:
                 _draw_series(axes, series, _style_of(series, styles)[1], 0.12, zorder=3,
                              marks=_marks(deployed.index(series), len(deployed)))
+        if above[id(panel)]:
+            sizes, values = zip(*above[id(panel)])
+            axes.plot(sizes, values, zorder=5, **ABOVE_STYLE.kwargs())
         _panel_title(axes, panel.title)
         _size_axis(axes, label=index + PANEL_COLUMNS >= len(found))
         axes.set_yscale("log")
