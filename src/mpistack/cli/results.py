@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..spec.terminal import printable, printable_values
 from .common import DbOption, FormatOption, OutputFormat, check_where_keys, reader, tag_columns, where_filters
 from .listing import ColumnsOption, Layout, WideOption, print_listing, fitting_width
 
@@ -49,7 +50,7 @@ def results(
     check_where_keys(store, filters)
     rows = query_results(store, filters, limit)
     total = count_matching(store, filters) if limit and len(rows) == limit else None
-    tag_keys = tag_columns(store, rows, columns, OUTPUT_FIELDS)
+    tag_keys = [printable(key) for key in tag_columns(store, rows, columns, OUTPUT_FIELDS)]
     every = [*OUTPUT_FIELDS, *(STAT_FIELDS if stats or columns else ()), "transport", *tag_keys]
     layout = RESULTS_LAYOUT.with_tags(tag_keys)
     if stats:  # asked for: shown after the value
@@ -58,7 +59,10 @@ def results(
     # JSON keeps the tags in "tags" alone; tables and CSV have a column per tag
     records = [{key: value for key, value in row.items() if key in OUTPUT_FIELDS or key not in row["tags"]}
                for row in rows] if output_format is OutputFormat.json else rows
-    print_listing(layout, output_format, records, transport_lines(rows, output_format, columns, every_column),
+    # a table or CSV shows stored text with its terminal controls written out (JSON escapes them itself)
+    lines = transport_lines(rows, output_format, columns, every_column)
+    print_listing(layout, output_format, records,
+                  lines if output_format is OutputFormat.json else printable_values(lines),
                   every, columns_option=columns, wide=wide, total=total)
 
 

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..spec.terminal import printable, printable_values
 from .common import DbOption, FormatOption, OutputFormat, check_where_keys, reader, tag_columns, where_filters
 from .listing import ColumnsOption, Layout, WideOption, print_listing
 from .results import WHERE_HELP
@@ -58,6 +59,8 @@ def runs(
     rows = query_runs(store, filters, limit)
     total = count_matching(store, filters, runs=True) if limit and len(rows) == limit else None
     tags = tag_columns(store, rows, columns, (*RUN_COLUMNS, *RUN_FIELDS))
+    # a table or CSV shows stored text with its terminal controls written out (JSON escapes them itself)
+    tags, lines = [printable(tag) for tag in tags], printable_values(run_lines(rows))
     print_listing(RUNS_LAYOUT.with_tags(tags), output_format,
-                  [{**row, "variant": row["tags"].get("variant")} for row in rows], run_lines(rows),
+                  [{**row, "variant": row["tags"].get("variant")} for row in rows], lines,
                   (*RUN_COLUMNS, *tags), columns_option=columns, wide=wide, total=total)

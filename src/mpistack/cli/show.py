@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from ..spec.terminal import printable
 from .common import DbOption, fail, reader
 
 
@@ -94,9 +95,10 @@ def show(
         json.dump(record, sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
         return
-    sys.stdout.write(describe(record))
+    # stored text is the benchmark's and the user's: no terminal control in it reaches the terminal raw
+    sys.stdout.write(printable(describe(record)))
     if record.get("campaign") is not None and record.get("min_size") is not None:
         from .bounds import show_section
 
         sizes = sorted({record["min_size"], record["max_size"]})
-        sys.stdout.write(show_section(store, record["campaign"], record["benchmark"], sizes))
+        sys.stdout.write(printable(show_section(store, record["campaign"], record["benchmark"], sizes)))
