@@ -161,7 +161,10 @@ def test_headless_chromium_shows_the_plots(written, tmp_path):
 
     _, paths = written
     shot = tmp_path / "shot.png"
-    result = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+    # a profile of its own: chromium runs of other tests (or users) at the same time do not share a lock
+    result = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                             f"--user-data-dir={tmp_path / 'profile'}", "--hide-scrollbars",
                              f"--screenshot={shot}", "--window-size=1200,2000", paths["html"].as_uri()],
                             capture_output=True, text=True, timeout=120)
     assert shot.is_file(), result.stderr[-2000:]
