@@ -16,7 +16,7 @@ from mpistack.campaign import stages
 from mpistack.campaign.batch import BatchRun
 from mpistack.campaign.matrix import expand, resolve_stacks
 from mpistack.campaign.prepare import planning_resources
-from mpistack.launchers.slurm import JobState, SlurmError
+from mpistack.launchers.slurm import JobState, SlurmError, SlurmLauncher
 from mpistack.spec.campaign import SlurmEntry, load_campaign_text
 from mpistack.store import open_database
 from mpistack.store.campaigns import start_campaign
@@ -24,12 +24,14 @@ from mpistack.store.campaigns import start_campaign
 OSU = "# OSU MPI Latency Test v7.2\n# Size          Latency (us)\n1                       1.00\n"
 
 
-class StandInSlurm:
+class StandInSlurm(SlurmLauncher):
     """sbatch, squeue and scancel as a job would answer them: `plan(job, directories)` writes what the job
-    left in its cases' directories and returns the state squeue reports."""
+    left in its cases' directories and returns the state squeue reports (the job script, step settings and
+    the --mpi check are the Slurm launcher's own)."""
 
     def __init__(self, table: SlurmEntry, plan, offered=("pmi2", "pmix")):
-        self.table, self.plan, self.offered = table, plan, set(offered)
+        super().__init__(table)
+        self.plan, self.offered = plan, set(offered)
         self.jobs: dict[str, str] = {}
         self.directories: dict[str, list[Path]] = {}
         self.cancelled: list[str] = []

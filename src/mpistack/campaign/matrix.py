@@ -46,7 +46,7 @@ def _skip_reason(campaign: Campaign, stack: CampaignStack, benchmark: BenchmarkE
                  buffers: str) -> str | None:
     if "D" in buffers and not stack.has_gpu:
         return f"buffers {buffers} need a GPU stack; {stack.name} has none"
-    max_nodes = LAUNCHERS.get(campaign.launcher).capabilities.get("max_nodes")
+    max_nodes = LAUNCHERS.get(campaign.launcher).can.max_nodes
     if max_nodes is not None and placement.nodes > max_nodes:
         return (f"the {campaign.launcher} launcher runs on {max_nodes} node(s); use the Slurm launcher for "
                 f"{placement.nodes} nodes")

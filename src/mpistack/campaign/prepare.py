@@ -16,8 +16,8 @@ from ..engines import EngineError, get_engine
 from ..images.build import build_stack
 from ..images.host_bench import build_host_bench, host_bench_path
 from ..images.host_venv import build_native, native_build_paths, wheel_installed
-from ..launchers import slurm
 from ..recipes.render import RecipeError
+from ..registry import LAUNCHERS
 from ..spec.campaign import Campaign
 from ..spec.case import Case, CampaignStack
 from ..spec.pins import UnpinnedError
@@ -32,10 +32,10 @@ def workdir_for(campaign: Campaign, store: str | None = None, campaign_id: int |
     table's workdir, on a file system every node sees."""
     key = hashlib.sha256((store or "").encode()).hexdigest()[:12]
     name = f"{key}-{campaign_id if campaign_id is not None else 'next'}"
-    if campaign.launcher == "slurm":
-        shared = slurm.settings(campaign.slurm).workdir
-        if shared:
-            return Path(shared).expanduser() / name
+    # a batch launcher's cases run on other nodes: its work directory lies on a file system they all see
+    shared_workdir = LAUNCHERS.get(campaign.launcher).capabilities.get("shared_workdir")
+    if shared_workdir is not None and (shared := shared_workdir(campaign)):
+        return Path(shared).expanduser() / name
     return cache_dir() / "work" / name
 
 

@@ -18,7 +18,7 @@ from typing import Callable
 from .. import approaches
 from ..approaches import Refused, Resources
 from ..launchers import Execution, Launcher, LaunchPlan
-from ..launchers.slurm import BatchCase, read_case
+from ..launchers.batch import BatchCase, read_case
 from ..parsers.transport import parse_transport
 from ..spec.campaign import BenchmarkEntry, VariantEntry
 from ..spec.case import Case

@@ -17,7 +17,6 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from ..approaches import HostFacts, Refused, Undecided
-from ..launchers import LocalLauncher, SlurmLauncher, slurm
 from ..registry import LAUNCHERS
 from ..spec.campaign import Campaign, CampaignError
 from ..spec.case import Case
@@ -178,10 +177,9 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
     _print_survey(console, found)
     prepare(todo, resources, say=lambda text: console.print(f"[dim]{escape(text)}[/dim]"))
     measure_for_campaign(campaign, campaign_id, todo, database, console)  # what the machine allows, stored with it
-    batch = LAUNCHERS.get(campaign.launcher).capabilities.get("batch")
-    launcher = (SlurmLauncher(slurm.settings(campaign.slurm)) if batch else
-                LocalLauncher(resources.engine, state_dir=resources.workdir / "running",
-                              output_dir=resources.workdir / "cases"))
+    declared = LAUNCHERS.get(campaign.launcher)  # the registry says what it is and how to open it
+    batch = declared.can.batch
+    launcher = declared.open(campaign, resources)
     context = stages.CaseContext(campaign, campaign_id, resources, launcher, database,
                                  tags={**campaign.tags, "campaign": campaign.name}, journal=kept,
                                  on_store_retry=store_retry)

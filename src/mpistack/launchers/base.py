@@ -58,6 +58,17 @@ class Execution:
 
 
 @dataclass(frozen=True)
+class LauncherCapabilities:
+    """What a launcher declares with its registration (LAUNCHERS, `can=`): the campaign stage and the
+    approaches ask these instead of naming launchers."""
+
+    batch: bool  # its cases run in batch jobs (a BatchScheduler, launchers/batch.py), not one by one here
+    max_nodes: int | None  # None: as many as the cluster has
+    per_rank_containers: bool  # its rank starter can start one container per rank (hybrid, bind)
+    pmi: tuple[str, ...]  # the process-management interfaces its ranks can wire up through: pmi2, pmix
+
+
+@dataclass(frozen=True)
 class PerRankStart:
     """How a launcher starts one container per rank: the command before the container's, and how many file
     descriptors (from 3 on) the container must keep for the ranks to reach the process manager."""

@@ -44,7 +44,7 @@ from ..registry import LAUNCHERS
 from ..runtime import mpiexec_argv
 from ..spec.campaign import Placement
 from . import machine
-from .base import Execution, LaunchPlan, PerRankStart, captured_outputs, recorded_environment
+from .base import Execution, LauncherCapabilities, LaunchPlan, PerRankStart, captured_outputs, recorded_environment
 
 #: the host's launcher of each MPI (Debian installs both side by side)
 HOST_LAUNCHERS = {"mpich": "mpiexec.mpich", "openmpi": "mpirun.openmpi"}
@@ -67,7 +67,17 @@ class Mpiexec:
         return []
 
 
-@LAUNCHERS.register("local", max_nodes=1, starter=Mpiexec())
+def open_for(campaign, resources, store=None, earlier_workdir=None) -> "LocalLauncher":
+    """The launcher of a campaign on this machine: its markers and case outputs in the work directory."""
+    return LocalLauncher(resources.engine, state_dir=resources.workdir / "running",
+                         output_dir=resources.workdir / "cases", store=store,
+                         earlier_state_dirs=[earlier_workdir / "running"] if earlier_workdir else [])
+
+
+# pmi2: Hydra's PMI over a port (MPICH); pmix: mpirun.openmpi's daemon (Open MPI)
+@LAUNCHERS.register("local", starter=Mpiexec(), open=open_for,
+                    can=LauncherCapabilities(batch=False, max_nodes=1, per_rank_containers=True,
+                                             pmi=("pmi2", "pmix")))
 class LocalLauncher:
     def __init__(self, engine: Engine | None = None, state_dir: Path | None = None, cgroups: bool = True,
                  output_dir: Path | None = None, store: str | None = None, earlier_state_dirs: list[Path] = ()):

@@ -10,6 +10,7 @@ is collected as soon as it ends, and a case already ended is skipped when its jo
     SlurmLauncher             sbatch --parsable, one squeue call for all jobs (sacct for the ones it
                               has forgotten), scancel
     read_case(directory)      a finished case's Execution, with the job, step and nodes it ran on
+                              (launchers/batch.py: the layout every batch launcher shares)
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ import os
 import re
 import shlex
 import subprocess
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import jinja2
@@ -29,8 +28,8 @@ from ..registry import LAUNCHERS
 from ..runtime import SRUN_MPI
 from ..spec.campaign import Placement, SlurmEntry
 from ..spec.toml_files import load_model, read_text, user_config_file
-from . import machine
-from .base import Execution, PerRankStart, captured_outputs, recorded_environment
+from .base import LauncherCapabilities, PerRankStart
+from .batch import BatchCase, BatchError, JobState
 
 #: what PMIx runs set: psec=native, PMIx in Slurm's security domain (CSCS docs 'OpenMPI',
 #: https://docs.cscs.ch/software/communication/openmpi/); gds=hash, the datastore every PMIx version has
@@ -39,16 +38,9 @@ PMIX_ENV = {"PMIX_MCA_psec": "native", "PMIX_MCA_gds": "hash"}
 CPU_BIND = {"none": "none", "core": "cores", "socket": "sockets"}
 #: seconds `timeout` waits after SIGTERM before it sends SIGKILL to a case's srun
 KILL_AFTER_SECONDS = 10
-#: exit statuses of `timeout`: the case's own limit ended it
-TIMEOUT_STATUSES = frozenset({124, 137})
-#: job states after which nothing of the job runs any more (squeue %T, sacct State)
-ENDED_STATES = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
-                          "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"})
-#: job ends that say nothing about the cases: their cases are run again, within the retry budget
-INFRASTRUCTURE_STATES = frozenset({"NODE_FAIL", "BOOT_FAIL", "PREEMPTED"})
 
 
-class SlurmError(RuntimeError):
+class SlurmError(BatchError):
     """A Slurm command failed; the message carries its error output."""
 
 
@@ -103,17 +95,6 @@ def settings(campaign_table: SlurmEntry | None) -> SlurmEntry:
 
 # --- the batch script --------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class BatchCase:
-    """One case of a batch job: its directory, its limit, the output it writes and its command."""
-
-    directory: Path
-    timeout: float
-    argv: list[str]
-    env: dict[str, str]
-    output: Path | None = None
-
-
 def time_limit(cases: list[BatchCase], table: SlurmEntry) -> str:
     """The job's --time: the table's, or every case's limit with its kill grace and a margin, in minutes."""
     if table.time_limit:
@@ -155,86 +136,47 @@ def render_script(name: str, nodes: int, log: Path, cases: list[BatchCase], tabl
         kill_after=KILL_AFTER_SECONDS)
 
 
-# --- what a case left behind ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class CaseRecord:
-    """A case's directory once its `exit` file is there."""
-
-    execution: Execution
-    start: Start | None
-
-    def facts(self) -> dict[str, str]:
-        """What is recorded with its runs."""
-        if self.start is None:
-            return {}
-        return {"slurm_job_id": self.start.job_id, "slurm_step_id": self.start.step_id,
-                "slurm_partition": self.start.partition, "slurm_nodes": self.start.nodes}
-
-
-def _timestamp(text: str) -> datetime:
-    return datetime.fromtimestamp(float(text), timezone.utc)
-
-
-@dataclass(frozen=True)
-class Start:
-    """Where and when a case started (its `started` file)."""
-
-    job_id: str
-    step_id: str
-    time: datetime
-    partition: str
-    nodes: str
-
-
-def started(directory: Path) -> Start | None:
-    try:
-        job, step, when, partition, nodes = (directory / "started").read_text().split(maxsplit=4)
-    except (OSError, ValueError):
-        return None
-    return Start(job, step, _timestamp(when), partition, nodes.strip())
-
-
-def read_case(directory: Path, env: dict[str, str]) -> CaseRecord | None:
-    """The Execution of a case whose `exit` file is written; None while it has not ended."""
-    try:
-        status, finished = (directory / "exit").read_text().split()
-    except (OSError, ValueError):
-        return None
-    start = started(directory)
-    code = int(status)
-    timed_out = code in TIMEOUT_STATUSES
-    execution = Execution(exit_code=None if timed_out else code, timed_out=timed_out, interrupted=False,
-                          started=start.time if start else _timestamp(finished), finished=_timestamp(finished),
-                          environment=recorded_environment(env), **captured_outputs(directory),
-                          facts=machine.facts(machine.sample(directory / "stat-before"),
-                                              machine.sample(directory / "stat-after")))  # the batch node's
-    return CaseRecord(execution, start)
-
-
 # --- the Slurm commands ---------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class JobState:
-    job_id: str
-    state: str  # PENDING, RUNNING, COMPLETED, TIMEOUT, NODE_FAIL, ... (the first word: "CANCELLED by 0")
-    reason: str = ""  # why a job pends (squeue %r)
-    nodes: str = ""
-
-    @property
-    def ended(self) -> bool:
-        return self.state in ENDED_STATES
+def open_for(campaign, resources, **_) -> "SlurmLauncher":
+    """The launcher of a campaign: its [slurm] table over the user's defaults."""
+    return SlurmLauncher(settings(campaign.slurm))
 
 
-@LAUNCHERS.register("slurm", max_nodes=None, batch=True, starter=Srun())
+def shared_workdir(campaign) -> str | None:
+    """The [slurm] table's workdir (over the user's defaults): where job scripts and case output go."""
+    return settings(campaign.slurm).workdir
+
+
+@LAUNCHERS.register("slurm", starter=Srun(), open=open_for, shared_workdir=shared_workdir,
+                    can=LauncherCapabilities(batch=True, max_nodes=None, per_rank_containers=True,
+                                             pmi=("pmi2", "pmix")))
 class SlurmLauncher:
     """The Slurm client commands, with the settings of one campaign. Each call is one command for all the
-    jobs it concerns, so that polling costs the controller one RPC per interval."""
+    jobs it concerns, so that polling costs the controller one RPC per interval. A BatchScheduler
+    (launchers/batch.py)."""
 
     def __init__(self, table: SlurmEntry, env: dict[str, str] | None = None, command_timeout: float = 120):
         self.table = table
         self.env = env if env is not None else dict(os.environ)
         self.command_timeout = command_timeout
+        self._offered: tuple[set[str] | None] | None = None  # srun --mpi=list, asked once
+
+    def render_job(self, name: str, nodes: int, log: Path, cases: list[BatchCase], title: str = "") -> str:
+        return render_script(name, nodes, log, cases, self.table, title=title)
+
+    def step_env(self, mpi: str) -> dict[str, str]:
+        return step_env(mpi)
+
+    def unsupported(self, argv: list[str]) -> str | None:
+        """The case's `srun --mpi=X` when this cluster's srun does not offer X (srun --mpi=list)."""
+        if self._offered is None:
+            self._offered = (self.mpi_plugins(),)
+        offered = self._offered[0]
+        wanted = next((item for item in argv if item.startswith("--mpi=")), None)
+        if offered is None or wanted is None or wanted.removeprefix("--mpi=") in offered:
+            return None
+        return f"srun {wanted}: this cluster's srun offers {', '.join(sorted(offered))} (srun --mpi=list)"
 
     def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         try:
