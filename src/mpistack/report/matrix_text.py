@@ -288,10 +288,11 @@ def _where(answers: list[Answer], label: str) -> str:
     return ", ".join(dict.fromkeys(parts))
 
 
-def cell_lines(report: Report, width: int = 80) -> list[Text]:
+def cell_lines(report: Report, width: int = 80, faster_in_full: bool = True) -> list[Text]:
     """Per slower or failing cell (against either baseline): where and how much on one line, the doctor's first
     cause on the next; the same for a cell faster than the system MPI that the doctor has a word on (a faster
-    figure is an anomaly on one side or the other); then the cells not settled, on one line."""
+    figure is an anomaly on one side or the other; without ``faster_in_full``, those cells are named on one line);
+    then the cells not settled, on one line."""
     rows, columns, cells = matrix_cells(report)
     by_cell: dict[tuple, dict[str, list[Answer]]] = {}
     for a in report.answers:
@@ -302,7 +303,7 @@ def cell_lines(report: Report, width: int = 80) -> list[Text]:
         entry.setdefault(kind, []).append(a)
         if a.baseline == SYSTEM and a.same_build_as_system:
             entry.setdefault(SAME_STACK, []).append(a)
-    lines, unsettled = [], []
+    lines, unsettled, faster_cells = [], [], []
     for row in rows:
         for column in columns:
             cell = cells.get((row.key, column))
@@ -313,6 +314,9 @@ def cell_lines(report: Report, width: int = 80) -> list[Text]:
             bad = [label for label in ("N", "(Y)") if label in (cell.system, cell.same)]
             if not bad and report.findings_of(row, column):  # faster, and the doctor says why (or that it cannot)
                 faster = _faster_text(answers.get(SYSTEM, []))
+                if faster and not faster_in_full:
+                    faster_cells.append(name)
+                    continue
                 if faster:
                     head = Text(f"{name} ")
                     head.append(cell.text, style=STYLES.get(cell.system, ""))
@@ -339,6 +343,8 @@ def cell_lines(report: Report, width: int = 80) -> list[Text]:
             head.append(f": {where}")
             lines.append(_clip_text(head, width))
             lines.append(Text(clip("  " + _cause(report, row, column, (cell.system, cell.same)), width), style="dim"))
+    if faster_cells:
+        lines.append(Text(clip(f"faster, the doctor says why in the report: {', '.join(faster_cells)}", width)))
     if unsettled:
         lines.append(Text(clip(f"? not settled: {', '.join(unsettled)} (why: --rows)", width)))
     return lines
@@ -352,12 +358,13 @@ def _clip_text(text: Text, width: int) -> Text:
     return text
 
 
-def skip_lines(report: Report, width: int = 80) -> list[Text]:
-    """Each reason cases were not run, once, with how many and where."""
+def skip_lines(report: Report, width: int = 80, lines_each: int = 2) -> list[Text]:
+    """Each reason cases were not run, once, with how many and where (on up to ``lines_each`` lines)."""
     lines = []
     for reason, count, where in report.skip_reasons:
         first = next((line.strip() for line in reason.splitlines() if line.strip()), reason)
-        lines += [Text(line) for line in fold(f"not run, {count} case(s) ({', '.join(where)}): {first}", width)]
+        lines += [Text(line) for line in fold(f"not run, {count} case(s) ({', '.join(where)}): {first}", width,
+                                              lines_each)]
     return lines
 
 
@@ -413,9 +420,23 @@ def _characterisation_table(items, sizes, cells, heads, size_width, width) -> li
 # -- the whole answer ---------------------------------------------------------------------------------------
 
 
-def answer_lines(report: Report, width: int = 80, hint: str | None = None) -> list[Text]:
-    """Everything the terminal shows of a report, within ``width``; ``hint``: the command a reader would run for
-    the per-row table (``mpistack report local``)."""
+#: The answer's lines at most, where they can be made to fit: with the command's title, the run's summary and the
+#: report's path, a screen of 40 lines
+MAX_LINES = 36
+
+
+def answer_lines(report: Report, width: int = 80, hint: str | None = None, max_lines: int = MAX_LINES
+                 ) -> list[Text]:
+    """Everything the terminal shows of a report, within ``width`` and, where it can be, ``max_lines``: beyond them
+    a not-run reason takes one line, the faster cells are named on one line (their entries are in the files), and
+    the blank lines go. ``hint``: the command a reader would run for the per-row table."""
+    lines = _answer_lines(report, width, hint, compact=False)
+    if len(lines) > max_lines:
+        lines = [line for line in _answer_lines(report, width, hint, compact=True) if line.plain]
+    return lines
+
+
+def _answer_lines(report: Report, width: int, hint: str | None, compact: bool) -> list[Text]:
     lines: list[Text] = []
     control = control_line(report, width)
     if control:
@@ -430,11 +451,11 @@ def answer_lines(report: Report, width: int = 80, hint: str | None = None) -> li
         lines += matrix
         legend = LEGEND if max(map(len, LEGEND)) <= width else textwrap.wrap(" ".join(LEGEND), width)
         lines += [Text(line, style="dim") for line in legend]
-        under = cell_lines(report, width)
+        under = cell_lines(report, width, faster_in_full=not compact)
         if under:
             lines.append(Text(""))
             lines += under
-    skipped = skip_lines(report, width)
+    skipped = skip_lines(report, width, 1 if compact else 2)
     if skipped:
         lines += ([Text("")] if not matrix else []) + skipped
     characterised = report.characterised
