@@ -50,8 +50,11 @@ class Estimate:
         return None
 
 
-def estimate(campaign: Campaign, cases: list[Case], database: Engine | None = None) -> Estimate:
-    launching = [case for case in cases if not case.skip]
+def estimate(campaign: Campaign, cases: list[Case], database: Engine | None = None,
+             refused: frozenset[str] | set[str] = frozenset()) -> Estimate:
+    """`refused`: the keys of cases their approach refuses once planned (campaign/preflight.py), which do not
+    launch either."""
+    launching = [case for case in cases if not case.skip and case.key not in refused]
     history = {}
     if database is not None and launching:
         durations = past_durations(database, {case.benchmark.name for case in launching},

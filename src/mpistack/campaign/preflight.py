@@ -49,6 +49,8 @@ class Preflight:
     #: reason a launch is decided only once its image is read -> count
     undecided: Counter = field(default_factory=Counter)
     warnings: list[str] = field(default_factory=list)
+    #: the keys of the cases refused once planned (not skipped by the matrix): they do not launch either
+    refused: set[str] = field(default_factory=set)
 
     @property
     def launching(self) -> int:
@@ -88,6 +90,7 @@ def survey(campaign: Campaign, cases: Sequence[Case], resources: Resources,
     approach_order = {entry.name: index for index, entry in enumerate(campaign.approaches)}
     found.cells = dict(sorted(found.cells.items(), key=lambda item: (
         stack_order.get(item[0][0], len(stack_order)), approach_order.get(item[0][1].split("+")[0], 0), item[0][1])))
+    found.refused = refused_by_plan
     found.warnings += _without_baseline(cases, refused_by_plan)
     if needs is not None:
         found.warnings += _too_few_repeats(campaign, needs)

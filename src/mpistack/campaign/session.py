@@ -64,8 +64,8 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
     stacks = resolve_stacks(campaign)
     cases = expand(campaign, stacks)
     resources = planning_resources(campaign, stacks, host)
-    size = estimate(campaign, cases, database)
     found = preflight.survey(campaign, cases, resources, needs)
+    size = estimate(campaign, cases, database, found.refused)
     checker = preflight.checker(resources)
     if checker is not None:
         found.warnings += preflight.check_options(campaign, cases, checker)
@@ -170,10 +170,11 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
     done = finished_case_keys(database, campaign_id)
     todo = [case for case in cases if case.key not in done]
     already = len(cases) - len(todo)
+    found = preflight.survey(campaign, todo, resources, needs)
+    size = estimate(campaign, cases, database, found.refused)  # the refusals known now launch nothing
     console.print(f"campaign {escape(campaign.name)} (#{campaign_id}): {len(todo)} case(s) to run"
                   + (f", {already} already done" if already else "") + f"; order seed {campaign.seed}; "
                   + escape(size.describe()), highlight=False)
-    found = preflight.survey(campaign, todo, resources, needs)
     _print_survey(console, found)
     prepare(todo, resources, say=lambda text: console.print(f"[dim]{escape(text)}[/dim]"))
     measure_for_campaign(campaign, campaign_id, todo, database, console)  # what the machine allows, stored with it
