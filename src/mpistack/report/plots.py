@@ -111,11 +111,6 @@ def column_styles(columns) -> dict[Column, LineStyle]:
     return styles
 
 
-def colour(approach: str) -> str:
-    """An approach's colour in its default variant."""
-    return column_styles([Column(approach)])[Column(approach)].colour
-
-
 def _column(series: Series) -> Column:
     return Column(series.key.approach, series.key.variant)
 
