@@ -7,6 +7,7 @@ import tomllib
 import pytest
 
 from mpistack import runtime
+from mpistack.approaches import apptainer
 from mpistack.spec import catalogue
 
 
@@ -52,16 +53,16 @@ def test_edf_is_valid_toml_with_hook_annotation():
 
 def test_apptainer_binds_come_from_the_system_profile():
     s = catalogue.load("lumi-ofi1152-mpich423")
-    swap = runtime.apptainer_binds(s, "fabric-swap", system="lumi")
+    swap = apptainer.apptainer_binds(s, "fabric-swap", system="lumi")
     assert "/opt/cray/libfabric/1.15.2.0:/opt/cray/libfabric/1.15.2.0" in swap
     assert "/usr/lib64/libcxi.so.1:/usr/lib64/libcxi.so.1" in swap
-    assert "/opt/rocm:/opt/rocm" in runtime.apptainer_binds(s, "bind", system="lumi")
-    assert runtime.apptainer_binds(s, "container", system="lumi") == []
+    assert "/opt/rocm:/opt/rocm" in apptainer.apptainer_binds(s, "bind", system="lumi")
+    assert apptainer.apptainer_binds(s, "container", system="lumi") == []
     # the default is this machine: Debian's libfabric, no centre's path
-    assert runtime.apptainer_binds(s, "fabric-swap")[0] == (
+    assert apptainer.apptainer_binds(s, "fabric-swap")[0] == (
         "/usr/lib/x86_64-linux-gnu/libfabric.so.1:/opt/mpistack/host-fabric/lib/libfabric.so.1")
     with pytest.raises(ValueError, match="unknown approach: expected one of native, container, hybrid, bind"):
-        runtime.apptainer_binds(s, "opensource")
+        apptainer.apptainer_binds(s, "opensource")
 
 
 def test_env_script_quotes_values():
@@ -70,7 +71,7 @@ def test_env_script_quotes_values():
 
 
 def test_write_runtime(tmp_path):
-    files = runtime.write_runtime(catalogue.load("cscs-mpich-gpu"), tmp_path, system="lumi")
+    files = apptainer.write_runtime(catalogue.load("cscs-mpich-gpu"), tmp_path, system="lumi")
     names = sorted(p.name for p in files)
     assert names == ["apptainer-bind.sh", "apptainer-fabric-swap.sh", "apptainer-hybrid.sh",
                      "cscs-mpich-gpu.edf.toml", "env.sh"]

@@ -13,6 +13,7 @@ import tomllib
 import pytest
 
 from mpistack import runtime
+from mpistack.approaches import apptainer
 from mpistack.runtime import systems
 from mpistack.spec import catalogue
 
@@ -69,7 +70,7 @@ def test_edf_reads_back_every_value(tmp_path, template):
 def test_apptainer_settings_read_back_and_run_nothing(tmp_path, template):
     marker = tmp_path / "pwned"
     stack = hostile_stack("lumi-ofi1152-mpich423", template.format(marker=marker))
-    files = runtime.write_runtime(stack, tmp_path / "out", system="lumi")
+    files = apptainer.write_runtime(stack, tmp_path / "out", system="lumi")
     assert all(path.parent == tmp_path / "out" for path in files)  # the name cannot leave the directory
     for path in files:
         if path.name.startswith("apptainer-"):
@@ -85,7 +86,7 @@ def test_a_bind_path_no_bind_list_can_carry_is_refused_with_the_field(prefix):
     stack = catalogue.load("lumi-ofi1152-mpich423")
     stack = stack.model_copy(update={"gpu": stack.gpu.model_copy(update={"prefix": prefix})})
     with pytest.raises(ValueError, match="system lumi, approach bind: .* is not a bind"):
-        runtime.apptainer_binds(stack, "bind", system="lumi")
+        apptainer.apptainer_binds(stack, "bind", system="lumi")
 
 
 @pytest.mark.parametrize("name", ["A B", "X=1; touch /tmp/x #", "1ABC", "A\nB", "A$(id)", "AB\n"])

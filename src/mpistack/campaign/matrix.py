@@ -13,7 +13,7 @@ import fnmatch
 
 from pydantic import ValidationError
 
-from ..registry import APPROACHES, LAUNCHERS
+from ..registry import APPROACHES, ENGINES, LAUNCHERS
 from ..spec.benchmarks import BENCHMARKS
 from ..spec.campaign import (ApproachEntry, BenchmarkEntry, Campaign, CampaignError, CaseFilter, Placement,
                              VariantEntry)
@@ -23,8 +23,22 @@ from ..spec.toml_files import describe_errors
 from .schedule import ScheduledCase, schedule
 
 
+def check_plugins(campaign: Campaign) -> None:
+    """The approach, launcher and engine names against their registries: checked here, not when the file is
+    read, because the spec stage comes before the plug-in packages the registries load. Errors name the
+    file and the field, and list the known names."""
+    named = [(f"approaches.{index}.name", APPROACHES, entry.name) for index, entry in enumerate(campaign.approaches)]
+    named += [("launcher", LAUNCHERS, campaign.launcher), ("engine", ENGINES, campaign.engine)]
+    for field, registry, name in named:
+        if name not in registry:
+            raise CampaignError(f"{campaign.path or campaign.name}: {field}: unknown {registry.kind}: expected one of "
+                                f"{', '.join(registry.names())} (got {name!r})")
+
+
 def resolve_stacks(campaign: Campaign) -> list[CampaignStack]:
-    """Every stack of the campaign with its spec; errors name the campaign file and the stack."""
+    """Every stack of the campaign with its spec, its plug-in names checked; errors name the campaign file and
+    the stack."""
+    check_plugins(campaign)
     stacks = []
     for index, entry in enumerate(campaign.stacks):
         try:
@@ -82,7 +96,7 @@ def expand(campaign: Campaign, stacks: list[CampaignStack] | None = None,
                         for buffers in campaign.buffers:
                             reason = _skip_reason(campaign, stack, benchmark, placement, buffers)
                             cases += [Case(campaign.name, stack, approach, benchmark, placement, buffers, repeat,
-                                           reason, variant)
+                                           reason, variant, runs_image=APPROACHES.get(approach.name).image)
                                       for repeat in range(1, campaign.repeats + 1)]
     if campaign.include:
         cases = [case for case in cases if any(_matches(case, condition) for condition in campaign.include)]

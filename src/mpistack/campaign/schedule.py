@@ -32,7 +32,7 @@ from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Hashable, Sequence, TypeVar
 
-from ..runtime import refusal
+from ..approaches.apptainer import refusal
 from ..spec.campaign import DEFAULT_VARIANT
 from ..spec.case import Case
 

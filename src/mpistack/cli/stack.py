@@ -165,6 +165,7 @@ def render_command(
     """Render a stack: Containerfile on stdout (or --apptainer/--edf/--env/--binds/--srun), or everything to
     --out."""
     from .. import runtime
+    from ..approaches import apptainer
     from ..recipes import RecipeError, UnpinnedRecipe, render
 
     s = _load(name)
@@ -172,7 +173,7 @@ def render_command(
         err.print("note: --system changes only --binds and --out", highlight=False)
     system = system or "local"
     try:
-        runtime.systems.load(system)
+        apptainer.load_system(system)
     except runtime.systems.SystemProfileError as error:
         err.print(f"[red]error:[/red] --system: {escape(str(error))}", highlight=False)
         raise typer.Exit(2) from None
@@ -186,7 +187,7 @@ def render_command(
             print(runtime.env_script(s, gpu=gpu), end="")
         if binds:
             try:
-                paths = runtime.apptainer_binds(s, binds, system=system)
+                paths = apptainer.apptainer_binds(s, binds, system=system)
             except ValueError as error:
                 err.print(f"[red]error:[/red] --binds {escape(repr(binds))}: {escape(str(error))}", highlight=False,
                           soft_wrap=True)
@@ -196,7 +197,7 @@ def render_command(
             else:
                 err.print(f"{binds} binds no host path on system {system}", highlight=False)
             # stdout stays a plain bind list for scripts; what the container also needs goes to the terminal
-            needed = runtime.apptainer_env(s, binds, system=system)
+            needed = apptainer.apptainer_env(s, binds, system=system)
             if needed:
                 err.print(f"note: the container also needs {' '.join(f'{k}={v}' for k, v in needed.items())} "
                           f"(apptainer-{binds}.sh, written by --out, sets {'it' if len(needed) == 1 else 'them'})",
@@ -219,14 +220,14 @@ def render_command(
 
 def _write_render_output(recipe, output: Path, gpu: bool, system: str = "local") -> int:
     """The build context and runtime files, all at once (recipes.atomic): an error leaves nothing behind."""
-    from .. import runtime
+    from ..approaches import apptainer
     from ..recipes import RecipeError, write_context
     from ..recipes.atomic import DirectoryInUse, atomic_directory
 
     try:
         with atomic_directory(output) as staging:
             write_context(recipe, staging)
-            return len(runtime.write_runtime(recipe.stack, staging / "runtime", gpu=gpu or None, system=system))
+            return len(apptainer.write_runtime(recipe.stack, staging / "runtime", gpu=gpu or None, system=system))
     except (RecipeError, DirectoryInUse) as error:
         err.print(f"[red]error:[/red] --out: {escape(str(error))}", highlight=False, soft_wrap=True)
     except OSError as error:

@@ -15,7 +15,6 @@ from functools import cache
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..data import data_path
-from ..registry import APPROACHES
 from ..spec.stack import CONTROL_RE, ENV_NAME_RE
 from ..spec.toml_files import load_model, read_text
 
@@ -73,35 +72,10 @@ class System(BaseModel):
                                                                          "GPU runtime prefix")
     approaches: dict[str, ApproachPaths] = Field(default_factory=dict)
 
-    @field_validator("approaches")
-    @classmethod
-    def _approaches(cls, value: dict[str, ApproachPaths]) -> dict[str, ApproachPaths]:
-        for name, paths in value.items():
-            if name not in APPROACHES:
-                raise ValueError(f"approaches.{name}: unknown approach, expected one of {', '.join(APPROACHES.names())}")
-            if APPROACHES.get(name).capabilities.get("mounts_host_libraries") and not _loads_bound_libraries(paths):
-                # the approach's runs set it (approaches/bind.py, fabric_swap.py): without it the container's
-                # MPI keeps loading the image's own libraries, and the swap measures nothing
-                raise ValueError(f"approaches.{name}: binds host libraries, but env.LD_LIBRARY_PATH names no "
-                                 "directory of them, so the container's MPI would keep loading the image's own "
-                                 "(expected LD_LIBRARY_PATH with a bound directory, one inside it, or the directory "
-                                 "a library is bound into)")
-        return value
-
     def paths(self, approach: str) -> ApproachPaths:
-        """What `approach` binds on this system; nothing for one the profile leaves out (container, native)."""
-        APPROACHES.check(approach)
+        """What `approach` binds on this system; nothing for one the profile leaves out (container, native).
+        Approach names are checked against the registry by approaches/apptainer.py (a later stage)."""
         return self.approaches.get(approach, ApproachPaths())
-
-
-def _loads_bound_libraries(paths: ApproachPaths) -> bool:
-    """Whether LD_LIBRARY_PATH leads to what is bound: a directory that is, lies inside, or holds a bind's
-    container side (trivially true with no binds: nothing to load)."""
-    targets = [spec.split(":")[-1].rstrip("/") for spec in paths.binds]
-    directories = [entry.rstrip("/") for entry in paths.env.get("LD_LIBRARY_PATH", "").split(":") if entry]
-    return not targets or any(directory == target or directory.startswith(f"{target}/")
-                              or target.startswith(f"{directory}/")
-                              for directory in directories for target in targets)
 
 
 def names() -> list[str]:

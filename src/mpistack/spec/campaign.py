@@ -22,7 +22,6 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from ..registry import APPROACHES, ENGINES, LAUNCHERS
 from .benchmarks import BENCHMARK_NAMES
 from .provenance import Provenance
 from .toml_files import load_model, read_text
@@ -63,7 +62,8 @@ class StackEntry(_Model):
 
 
 class ApproachEntry(_Model):
-    name: Annotated[str, AfterValidator(APPROACHES.check)]
+    #: a registered approach (checked against the registry by the campaign stage: campaign/matrix.py)
+    name: Name
     #: let ranks attach each other's memory (cross-memory attach, single-copy transfers): containers
     #: get --pid host, CAP_SYS_PTRACE and no seccomp filter. Off is podman's default confinement.
     single_copy: bool = False
@@ -230,8 +230,9 @@ class CaseFilter(_Model):
 class Campaign(_Model):
     name: Name
     description: str = ""
-    launcher: Annotated[str, AfterValidator(LAUNCHERS.check)] = "local"
-    engine: Annotated[str, AfterValidator(ENGINES.check)] = "podman"
+    #: a registered launcher and container engine (checked by the campaign stage, as approach names are)
+    launcher: Name = "local"
+    engine: Name = "podman"
     #: seconds per case (at most a week)
     timeout: Annotated[float, Field(allow_inf_nan=False, gt=0, le=7 * 86400)] = 600
     retries: Annotated[int, Field(strict=True, ge=0, le=10)] = 1

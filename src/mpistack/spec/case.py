@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from ..registry import APPROACHES
 from . import catalogue
 from .benchmarks import BENCHMARKS, Benchmark
 from .campaign import DEFAULT_VARIANT, ApproachEntry, BenchmarkEntry, Placement, StackEntry, VariantEntry
@@ -74,6 +73,7 @@ class Case:
     repeat: int
     skip: str | None = None  # why this case cannot run here (recorded as skipped)
     variant: VariantEntry | None = None  # None: the plain case (variant `default`)
+    runs_image: bool = False  # its approach runs the stack's image (the approach's `image` capability)
 
     @property
     def variant_name(self) -> str:
@@ -92,7 +92,7 @@ class Case:
     def origin(self) -> str:
         """Where the run's MPI comes from: `host` (the system's own), `venv` (a pip stack's wheel run
         natively) or `image` (a container of the stack's image): what a comparison tells apart."""
-        return "image" if APPROACHES.get(self.approach.name).image else self.stack.native_form
+        return "image" if self.runs_image else self.stack.native_form
 
     @property
     def single_copy(self) -> bool:
