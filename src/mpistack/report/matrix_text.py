@@ -71,10 +71,13 @@ def control_line(report: Report, width: int = 80) -> str | None:
     span = _ratio_range(controls)
     why = f"intervals {span}" if span else (controls[0].row_class.cause or controls[0].row_class.reason)
     # (without an interval the control's own reason says why, e.g. too few launches; with one, what it means)
-    verdict = "" if set(by_label) == {"Y"} or not span else "; the machine cannot tell identical runs apart"
+    noisy = set(by_label) != {"Y"} and bool(span)
+    verdict = "; too noisy to tell identical runs apart" if noisy else ""
     candidates = [f"A/A ({first.stack} against itself): {classes}, {why}{verdict}",
-                  f"A/A control: {classes}, {why}{verdict}", f"A/A control: {classes}, {why}"]
-    return next((text for text in candidates if len(text) <= width), clip(candidates[-1], width))
+                  f"A/A control: {classes}, {why}{verdict}",
+                  f"A/A control: {classes}, {span}: too noisy to tell" if noisy else "",
+                  f"A/A control: {classes}, {why}"]
+    return next((text for text in candidates if text and len(text) <= width), clip(candidates[-1], width))
 
 
 def _speed(mbs: float | None) -> str:
@@ -440,7 +443,7 @@ def _answer_lines(report: Report, width: int, hint: str | None, compact: bool) -
     lines: list[Text] = []
     control = control_line(report, width)
     if control:
-        good = "not Y" not in control
+        good = all(a.label == "Y" for a in report.answers if a.control and a.baseline == SYSTEM)
         lines.append(Text(clip(control, width), style="" if good else "yellow"))
     bounds = bounds_line(report)
     if bounds:
