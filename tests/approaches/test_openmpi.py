@@ -162,3 +162,23 @@ def test_compat_rules_doctor_and_run_say_the_same_words():
     assert rule.severity == "error" and doctor.verdict == "problem"
     assert doctor.meaning == rule.message[0].upper() + rule.message[1:] + "."
     assert "docs.open-mpi.org" in doctor.source and "version-numbering" in rule.source
+
+
+def test_hybrid_asks_the_launchers_declared_capabilities(monkeypatch):
+    """A launcher whose ranks cannot wire up through PMIx (as it declares with its registration) gets no
+    Open MPI container per rank; the approach names it and what it offers."""
+    from mpistack.launchers import LauncherCapabilities
+    from mpistack.launchers.local import Mpiexec
+    from mpistack.registry import LAUNCHERS, Entry
+
+    LAUNCHERS.names()  # load the registered launchers before adding the stand-in
+    can = LauncherCapabilities(batch=False, max_nodes=1, per_rank_containers=True, pmi=("pmi2",))
+    monkeypatch.setitem(LAUNCHERS._entries, "pmi2-only", Entry("pmi2-only", object, {"can": can,
+                                                                                     "starter": Mpiexec()}))
+    campaign = load_campaign_text(CAMPAIGN, "golden.toml")
+    case = next(case for case in expand(campaign) if case.approach.name == "hybrid")
+    resources = Resources(engine=PodmanEngine(runtime="runc"), workdir=WORK, launcher="pmi2-only", host=HOST,
+                          images={case.stack.name: "image"})
+    with pytest.raises(Refused, match=r"the pmi2-only launcher cannot start a container per rank that wires up "
+                                      r"through pmix \(it offers pmi2\)"):
+        plan(case, resources, None, [], "l")

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from ..compat import pmix_mismatch, stack_pmix_version
 from ..launchers import LaunchPlan
-from ..registry import APPROACHES
+from ..registry import APPROACHES, LAUNCHERS
+from ..runtime import SRUN_MPI
 from .base import Approach, Refused, benchmark_argv, container, container_plan, image_env, rank_starter
 
 # Rank-private variables the host launcher sets for each rank: passed into its container.
@@ -50,6 +51,10 @@ def per_rank_launch(case, resources, label: str, env: dict[str, str], argv: list
     mismatch = pmi_mismatch(case.stack.name, mpi, client, host_pmix)
     if mismatch:
         raise Refused(mismatch)
+    can, wire = LAUNCHERS.get(resources.launcher).can, SRUN_MPI[mpi]
+    if not can.per_rank_containers or wire not in can.pmi:
+        raise Refused(f"the {resources.launcher} launcher cannot start a container per rank that wires up "
+                      f"through {wire} (it offers {', '.join(can.pmi) or 'none'})")
     if mpi == "openmpi":
         env = {**env, **PMIX_CLIENT_ENV}
         passthrough = [*PMI_ENV_PATTERNS, *PMIX_ENV_PATTERNS]
