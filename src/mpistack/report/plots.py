@@ -147,7 +147,8 @@ class Panel:
 
 
 def panels(group: Group) -> list[Panel]:
-    """A panel per stack with candidates that have message sizes, in the group's order."""
+    """A panel per stack with candidates that have message sizes, in the group's order, then one per system MPI
+    that no candidate was compared with."""
     baselines = {series.key: series for series in group.baselines}
     by_stack: dict[str, Panel] = {}
     for series in group.candidates:
@@ -160,10 +161,10 @@ def panels(group: Group) -> list[Panel]:
             panel.baselines.append(baselines[row])
     for panel in by_stack.values():  # a stack whose candidates have no answer: the group's baselines
         panel.baselines = panel.baselines or [s for s in group.baselines if _sized(s)]
-    if not by_stack:  # nothing compared (a campaign of the system MPI alone): a panel per baseline
-        for series in group.baselines:
-            if _sized(series):
-                by_stack.setdefault(series.key.stack, Panel(series.key.stack, [])).baselines.append(series)
+    shown = {id(series) for panel in by_stack.values() for series in panel.baselines}
+    for series in group.baselines:  # a system MPI nothing was compared with: a panel of its own (characterised)
+        if _sized(series) and id(series) not in shown:
+            by_stack.setdefault(series.key.stack, Panel(series.key.stack, [])).baselines.append(series)
     return list(by_stack.values())
 
 
@@ -193,7 +194,8 @@ def _grid(count: int, legend_entries: int):
 
 
 def _legend_columns(panel_columns: int) -> int:
-    return 2 if panel_columns == 1 else 3
+    """As many legend columns as panel columns (up to 3): an entry is about as wide as a panel."""
+    return max(1, min(3, panel_columns))
 
 
 class Legend:
