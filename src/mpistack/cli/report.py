@@ -131,9 +131,9 @@ def report(
         "--rows", help="On the terminal, a line per row (stack, approach, variant, benchmark) instead of the "
                        "matrix.")] = False,
     row: Annotated[Optional[str], typer.Option(
-        "--row", metavar="STACK/APPROACH/BENCHMARK", help="Print one row per message size (medians, ratio, "
-                                                          "interval, verdict) against both baselines, and write "
-                                                          "no files; a variant as APPROACH+VARIANT.")] = None,
+        "--row", metavar="ROW", help="Print one row, STACK/APPROACH/BENCHMARK (a variant as APPROACH+VARIANT), "
+                                     "per message size: medians, ratio, interval, verdict, against both "
+                                     "baselines; write no files.")] = None,
     floor: Annotated[Optional[float], typer.Option(
         "--floor", metavar="FRACTION", help="Relative practical floor: smaller differences are parity "
                                             "\\[default: the campaign's \\[analysis] floor, else 0.10].")] = None,
@@ -148,8 +148,10 @@ def report(
                                               "else 524288].")] = None,
     db: DbOption = None,
 ) -> None:
-    """Write the report of a campaign and print its answer: the stack x approach matrix against both baselines,
-    the cause of each slower or failing cell, and files with per-size tables, plots and the data."""
+    """Write the report of a campaign: per-size tables and plots, classes, the compatibility matrix, failures.
+
+    The terminal gets the answer: the stack x approach matrix against both baselines, and the cause of each
+    slower or failing cell."""
     from ..report.data import collect
     from ..report.write import FORMATS, render_report, write_report
     from ..store.campaigns import campaign_name, campaign_spec, latest_campaign, newest_campaign
