@@ -34,8 +34,11 @@ PROBE = """<script>
              right: matrix.getBoundingClientRect().right,
              cells: [...matrix.querySelectorAll("th, td")].filter(overflowing).map((c) => c.textContent)},
     plots_right: Math.max(...[...document.querySelectorAll(".plots svg")].map((s) => s.getBoundingClientRect().right)),
-    legends: [...document.querySelectorAll('svg g[id^="legend-"]')].map((g) => ({
-      id: g.id, labels: [...g.querySelectorAll("text")].map((t) => t.textContent.trim())})),
+    legends: [...document.querySelectorAll('svg g[id^="legend-"]')].map((g) => {
+      const own = g.getBoundingClientRect(), figure = g.closest("svg").getBoundingClientRect();
+      return {id: g.id, labels: [...g.querySelectorAll("text")].map((t) => t.textContent.trim()),
+              inside: own.left >= figure.left - 1 && own.right <= figure.right + 1 && own.bottom <= figure.bottom + 1};
+    }),
     libraries: [...matrix.querySelectorAll(".lib")].map((l) => ({text: l.textContent, title: l.title})),
     tallest_row: Math.max(...[...matrix.rows].map((r) => r.getBoundingClientRect().height)),
     closed_findings: matrix.querySelectorAll("details.doctor:not([open])").length,
@@ -128,6 +131,7 @@ def test_the_matrix_fits_the_window_and_every_series_has_its_legend_entry(page, 
     for key, labels in legends.items():
         assert len(labels) == len(set(labels)), (key, labels)
         assert set(labels) == expected[key], key
+    assert all(legend["inside"] for legend in measured["legends"]), "a legend reaches out of its figure"
 
 
 def test_each_approach_and_variant_has_its_own_colour_blind_safe_style(page):
