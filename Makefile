@@ -8,7 +8,7 @@ DB ?= mpistack.db
 # CI sets CI=true: bench builds then fail on any warning
 WERROR := $(if $(filter true,$(CI)),1,0)
 
-.PHONY: run test host venv bench bench-startup bench-store bench-recipes bench-report agreement agreement-replay doctor-check bench-build lint clean help
+.PHONY: run test host venv bench bench-startup bench-store bench-recipes bench-report agreement agreement-replay doctor-check soak bench-build lint clean help
 
 help:
 	@echo "make run          set up this machine, then run the default job"
@@ -20,6 +20,7 @@ help:
 	@echo "make agreement    the default campaign 3 times: classes side by side, five targets with Wilson intervals"
 	@echo "make agreement-replay  the targets at 6 to 96 launches per case, replayed from agreement.db's rounds"
 	@echo "make doctor-check the fault campaign into faults.db, then the doctor scored on it"
+	@echo "make soak         small campaigns at once into shared and own stores, killed and resumed: lost, duplicates, orphans"
 	@echo "make -C bench sweep   mpistack-bench sweep speed (one launch, adaptive vs OSU-style)"
 
 host:
@@ -75,6 +76,12 @@ agreement-replay: venv
 doctor-check: host venv
 	$(MPISTACK) --db faults.db run examples/faults.toml
 	$(MPISTACK) --db faults.db doctor --campaign faults --score
+
+# Small campaigns at once (half into one store, half named alike into stores of their own), killed with
+# SIGKILL or SIGTERM at random moments and resumed: prints results lost, duplicates, foreign results, orphan
+# processes and containers, and exits 1 unless all are 0 (docs/guarantees.md).
+soak: host venv
+	$(VPY) benchmarks/soak.py
 
 bench: bench-store bench-recipes bench-report
 	$(MAKE) -C bench sweep

@@ -105,7 +105,10 @@ class BatchRun:
         self.table = launcher.table
         self.on_outcome = on_outcome
         self.should_stop = should_stop
-        self.bundle_files = BundleFiles(jobs_dir, f"mpistack-{context.campaign.name}-{context.campaign_id}")
+        # job names carry the run's work directory (its store and campaign id): a job of a same-name campaign
+        # in another store is never taken for one of this run's
+        self.bundle_files = BundleFiles(jobs_dir,
+                                        f"mpistack-{context.campaign.name}-{context.resources.workdir.name}")
         self.open: dict[str, OpenCase] = {}
         # each job's probe step, read once for all the cases of its configuration (configuration, step directory)
         self.probes_read: dict[tuple, dict[str, str]] = {}

@@ -241,11 +241,13 @@ class SlurmLauncher:
             self._run("scancel", *job_ids, check=False)
 
     def jobs_named(self, names: list[str]) -> dict[str, str]:
-        """job name -> id of the jobs squeue knows by these names (a job submitted just before mpistack
-        was killed, whose id it never wrote down)."""
+        """job name -> id of this user's jobs squeue knows by these names (a job submitted just before
+        mpistack was killed, whose id it never wrote down). Only this user's: another's job of the same name
+        is never taken for one of this campaign's."""
         if not names:
             return {}
-        proc = self._run("squeue", "-h", "--states=all", f"--name={','.join(names)}", "-o", "%i|%j", check=False)
+        proc = self._run("squeue", "-h", "--states=all", f"--user={os.getuid()}", f"--name={','.join(names)}",
+                         "-o", "%i|%j", check=False)
         return {name: job for job, name in (line.split("|", 1) for line in proc.stdout.splitlines() if "|" in line)}
 
 
