@@ -164,3 +164,13 @@ def test_beyond_the_line_budget_the_answer_is_compacted_not_cut(default_like):
     assert sum(line.startswith("not run, 8 case(s)") for line in compact) == 1
     faster = [line for line in full if " faster: " in line]
     assert faster and any(line.startswith("faster, the doctor says why") for line in compact)
+
+
+def test_a_whole_store_gets_the_counts_per_class_not_hundreds_of_rows(default_like, monkeypatch):
+    from mpistack.report import matrix_text
+
+    monkeypatch.setattr(matrix_text, "MAX_MATRIX_ROWS", 3)
+    lines = [line.plain for line in answer_lines(_report(default_like), 80)]
+    counted = next(line for line in lines if line.startswith("5 stacks, 13 cells against the system MPI: "))
+    assert counted.endswith("Y 8, (Y) 4, N 0, ? 1 (in the report)")
+    assert not any(line.startswith("─") for line in lines)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import textwrap
+from collections import Counter
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -423,6 +424,8 @@ def _characterisation_table(items, sizes, cells, heads, size_width, width) -> li
 # -- the whole answer ---------------------------------------------------------------------------------------
 
 
+#: Beyond this many matrix rows (a report over a whole store) the terminal gets the count per class
+MAX_MATRIX_ROWS = 40
 #: The answer's lines at most, where they can be made to fit: with the command's title, the run's summary and the
 #: report's path, a screen of 40 lines
 MAX_LINES = 36
@@ -448,6 +451,13 @@ def _answer_lines(report: Report, width: int, hint: str | None, compact: bool) -
     bounds = bounds_line(report)
     if bounds:
         lines.append(Text(clip(bounds, width)))
+    rows, _, cells = matrix_cells(report)
+    if len(rows) > MAX_MATRIX_ROWS:  # a whole store: the counts here, every cell in the files
+        counts = Counter(cell.system for cell in cells.values() if cell.system != BASELINE)
+        lines.append(Text(clip(f"{len(rows)} stacks, {sum(counts.values())} cells against the system MPI: "
+                               + ", ".join(f"{label} {counts[label]}" for label in ("Y", "(Y)", "N", "?"))
+                               + " (in the report)", width)))
+        return lines
     matrix = matrix_lines(report, width)
     if matrix:
         lines.append(Text(""))
