@@ -98,7 +98,7 @@ def test_a_typed_tag_of_the_wrong_type_is_refused_before_any_case(tmp_path):
 def test_a_failed_case_says_why_in_its_line_and_its_stored_message(tmp_path):
     db = tmp_path / "r.db"
     path = campaign(tmp_path, benchmarks='[[benchmark]]\nname = "nope"\nprogram = "./nope"\n')
-    result = mpistack("run", path, "--db", db, home=tmp_path)
+    result = mpistack("run", path, "--db", db, home=tmp_path, check=4)  # its only case failed: 4
     reason = "execvp error on file ./nope (No such file or directory)"
     assert f"exit status 255: {reason}" in result.stdout
     ((status, message),) = stored(db)
