@@ -10,11 +10,14 @@ source-openmpi-ofi: MPICH and Open MPI from Debian's orig tarballs against Debia
     python benchmarks/recipes_speed.py --no-source  # leave out the source builds
     python benchmarks/recipes_speed.py --only-source  # the source builds alone
 
-Source stacks: the first is built cold (--no-cache: everything but the base image), then again (every layer
-from cache). Each later one first loses its image and the layers of its own (podman rmi), then builds with the
-cache: its base, build-tool and libfabric layers, shared with the first, come from cache and its MPI is
+Source stacks: their images go first (podman rmi, which takes each image's own layers with it). The first is
+built cold (everything but the base image), then again (every layer from cache). Each later one builds with
+the cache: its base, build-tool and libfabric layers, shared with the first, come from cache and its MPI is
 compiled, the cost of adding a stack; then again, all from cache. The layers two images share are counted from
-their root file systems.
+their root file systems. Each build says its wall time and, where the build's cgroup can be read, the CPU
+time it used: on a busy machine the first says how busy it was, the second what the build costs.
+
+    python benchmarks/recipes_speed.py --only-source --stacks source-openmpi-ofi   # one of them
 """
 
 from __future__ import annotations
@@ -85,10 +88,57 @@ def _layers(engine, reference: str) -> list[str]:
     return list(engine.inspect(reference).get("RootFS", {}).get("Layers") or [])
 
 
+class BuildCpu:
+    """CPU time of this process's builds, read from the cgroup mpistack's containment gives each build
+    (cgroup v1 cpuacct or v2 cpu.stat, sampled every 2 s until the build's cgroup goes): on a shared machine the
+    wall time says how busy it was, the CPU time what the build itself costs."""
+
+    def __init__(self):
+        import os
+        import threading
+
+        self.pattern = f"mpistack-build-{os.getpid()}-"
+        self.seen: dict[str, float] = {}  # cgroup name -> CPU seconds, last reading
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        from pathlib import Path
+
+        for root, name, scale in (("/sys/fs/cgroup/cpuacct", "cpuacct.usage", 1e-9),
+                                  ("/sys/fs/cgroup/unified", "cpu.stat", 1e-6), ("/sys/fs/cgroup", "cpu.stat", 1e-6)):
+            for group in Path(root).glob(self.pattern + "*"):
+                try:
+                    text = (group / name).read_text()
+                except OSError:
+                    continue
+                value = text.split()[0] if name == "cpuacct.usage" else \
+                    next((line.split()[1] for line in text.splitlines() if line.startswith("usage_usec")), "")
+                if value.isdigit():
+                    self.seen[group.name] = max(self.seen.get(group.name, 0.0), int(value) * scale)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(2):
+            self._read()
+
+    def total(self) -> float:
+        self._read()
+        return sum(self.seen.values())
+
+
+def _timed_build(cpu: BuildCpu, name: str, **options):
+    from mpistack.images.build import build_stack
+
+    before = cpu.total()
+    result = build_stack(name, "podman", quiet=True, **options)
+    used = cpu.total() - before
+    return result, (f", {used:.0f} CPU-s" if used > 0 else "")
+
+
 def source_timing(names: tuple[str, ...]) -> int:
     """Cold and cached build times of each source stack, and the layers the images share."""
     from mpistack.images.baseimage import make_base_image
-    from mpistack.images.build import build_stack
     from mpistack.spec import catalogue
 
     engine = _podman_usable()
@@ -98,23 +148,24 @@ def source_timing(names: tuple[str, ...]) -> int:
     base = make_base_image(engine, "debian:bookworm")
     print(f"base image: {base.message}" + (f" ({base.seconds:.0f} s)" if base.created else ""))
     status = 0
+    cpu = BuildCpu()
+    # Cold: the images go first, and with each its own layers (podman rmi prunes the parents no other image
+    # uses), so nothing of the stacks is left but what other images share (the base image). Not --no-cache:
+    # podman 4.3 takes the oldest matching layer from its cache, so the layers of a --no-cache build are never
+    # found again and its next build would compile everything anew.
+    for name in names:
+        engine.remove_image(catalogue.load(name).image_ref())
     for index, name in enumerate(names):
-        reference = catalogue.load(name).image_ref()
-        if index == 0:
-            cold = build_stack(name, "podman", quiet=True, no_cache=True)
-            how = "cold (--no-cache)"
-        else:
-            engine.remove_image(reference)  # its own layers go with it; the shared ones stay in use
-            cold = build_stack(name, "podman", quiet=True)
-            how = f"cold but for the layers shared with {names[0]}"
-        print(f"build {name}: {cold.seconds:.0f} s {how}" + ("" if cold.ok else f" FAILED (log {cold.log_path})"),
-              flush=True)
+        cold, used = _timed_build(cpu, name)
+        how = "cold" if index == 0 else f"cold but for the layers it shares with {names[0]}"
+        print(f"build {name}: {cold.seconds:.0f} s{used} {how}"
+              + ("" if cold.ok else f" FAILED (log {cold.log_path})"), flush=True)
         if not cold.ok:
             status = 1
             continue
-        cached = build_stack(name, "podman", quiet=True)
-        print(f"build {name}: {cached.seconds:.1f} s cached" + ("" if cached.ok else f" FAILED (log "
-                                                                                   f"{cached.log_path})"), flush=True)
+        cached, used = _timed_build(cpu, name)
+        print(f"build {name}: {cached.seconds:.1f} s{used} cached"
+              + ("" if cached.ok else f" FAILED (log {cached.log_path})"), flush=True)
         status |= 0 if cached.ok else 1
     built = [catalogue.load(name).image_ref() for name in names if engine.image_exists(catalogue.load(name).image_ref())]
     if len(built) > 1:
@@ -134,13 +185,14 @@ def main() -> int:
     parser.add_argument("--second", default="pip-mpich5")
     parser.add_argument("--no-source", action="store_true", help="leave out the source stacks' builds")
     parser.add_argument("--only-source", action="store_true", help="the source stacks' builds alone")
+    parser.add_argument("--stacks", default=",".join(SOURCE_STACKS), help="the source stacks, comma-separated")
     args = parser.parse_args()
     render_timing()
     if args.no_build:
         return 0
     status = 0 if args.only_source else build_timing(args.first, args.second, args.warm)
     if not args.no_source:
-        status |= source_timing(SOURCE_STACKS)
+        status |= source_timing(tuple(args.stacks.split(",")))
     return status
 
 
