@@ -211,7 +211,7 @@ name = "hang"
 program = "sleep"
 options = ["876543"]
 """)
-    mpistack("run", path, "--db", db, timeout=1800)
+    mpistack("run", path, "--db", db, timeout=1800, check=4)  # its only case timed out: no case ended ok
     (run,) = runs(db)
     assert run["status"] == "timeout"
     from mpistack.engines import get_engine
