@@ -170,7 +170,9 @@ def test_a_full_work_disk_stops_a_run_and_its_resume_with_one_line(tmp_path, ful
 
 
 def test_the_work_directory_is_keyed_by_store_and_campaign_id_not_by_name(tmp_path):
-    campaign = Campaign.model_validate({"name": "local", "stack": [{"name": "h", "host": "mpich"}]})
+    campaign = Campaign.model_validate({"name": "local", "approaches": ["native"],
+                                        "stack": [{"name": "h", "host": "mpich"}],
+                                        "benchmark": [{"name": "latency"}]})
     one, other = store_identity(str(tmp_path / "a.db")), store_identity(str(tmp_path / "b.db"))
     assert workdir_for(campaign, one, 1) != workdir_for(campaign, other, 1) != workdir_for(campaign, one, 2)
     assert "local" not in workdir_for(campaign, one, 1).name

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import secrets
 import shlex
 import shutil
@@ -21,15 +22,26 @@ from ..registry import LAUNCHERS
 from ..spec.campaign import Campaign, CampaignError
 from ..spec.case import Case
 from ..spec.status import RunStatus
-from ..store.campaigns import campaign_statuses, finished_case_keys, lock_campaign, start_campaign, unlock_campaign
+from ..spec.terminal import printable
+from ..cache import private_directory
+from ..store.campaigns import (campaign_statuses, finished_case_keys, latest_campaign, lock_campaign,
+                               next_campaign_id, start_campaign, unlock_campaign)
+from ..store.address import store_identity
 from ..store.database import StoreUnavailable
 from . import journal, preflight, probe, schedule, stages
 from .bounds import measure_for_campaign
 from .batch import BatchRun
 from .matrix import expand, resolve_stacks
 from .estimate import estimate
-from .prepare import missing_images, planning_resources, prepare
+from .prepare import missing_images, planning_resources, prepare, workdir_for
 from .resume import recorded_spec, resumed
+
+def shown(text: str) -> str:
+    """Text from outside (a case's key, a benchmark's message, a path) as the console prints it: rich markup
+    escaped, and every terminal control written out (spec/terminal.py), so no escape sequence a benchmark
+    printed reaches the terminal."""
+    return escape(printable(text))
+
 
 _STATUS_STYLE = {"ok": "green", "skipped": "yellow", "timeout": "red", "failed": "red", "validation-failed": "red"}
 
@@ -56,56 +68,61 @@ class SessionResult:
 
 
 def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
-            database: Engine | None = None, needs: preflight.VerdictNeeds | None = None) -> int:
+            database: Engine | None = None, needs: preflight.VerdictNeeds | None = None,
+            store_name: str | None = None) -> int:
     """Print what the run would do, opening with its summary and warnings (campaign/preflight.py), then every
     case with the exact command the run would execute, how long the cases should take (from `database`'s
     earlier runs, when given) and the images the run would build; builds and runs nothing. `needs`: what
     the analysis needs for a verdict (warned about when repeats fall short)."""
     stacks = resolve_stacks(campaign)
     cases = expand(campaign, stacks)
-    resources = planning_resources(campaign, stacks, host)
+    # the paths a run into this store would use: its work directory is keyed by the store and the id the
+    # store gives the campaign next
+    store = journal.store_identity(database) if database is not None else store_identity(store_name)
+    resources = planning_resources(campaign, stacks, host,
+                                   workdir_for(campaign, store, next_campaign_id(database)))
     found = preflight.survey(campaign, cases, resources, needs)
     size = estimate(campaign, cases, database, found.refused)
     checker = preflight.checker(resources)
     if checker is not None:
         found.warnings += preflight.check_options(campaign, cases, checker)
-    console.print(f"campaign {escape(campaign.name)}: {escape(size.describe())}", highlight=False)
+    console.print(f"campaign {shown(campaign.name)}: {shown(size.describe())}", highlight=False)
     _print_survey(console, found)
     if checker is None:
         console.print("[dim]benchmark options not checked: no mpistack-bench is built yet (the run checks "
                       "them before it launches anything)[/dim]", highlight=False)
     if reason := size.too_large():
-        console.print(f"[yellow]the run asks for --yes[/yellow]: {escape(reason)}", highlight=False)
+        console.print(f"[yellow]the run asks for --yes[/yellow]: {shown(reason)}", highlight=False)
     reasons = {reason: number for number, reason in enumerate(found.skipped, start=1)}
     order = schedule.describe_order(campaign.order, campaign.seed, cases)
-    console.print(f"the launches, {escape(order)}:", highlight=False)
+    console.print(f"the launches, {shown(order)}:", highlight=False)
     before = None
     for index, case in enumerate(cases, start=1):
         if line := schedule.heading(case, before):
-            console.print(escape(line), highlight=False)
+            console.print(shown(line), highlight=False)
         before = case
-        console.print(f"[bold]{index:>4}[/bold] {escape(case.key)}  · block {case.block}", highlight=False)
+        console.print(f"[bold]{index:>4}[/bold] {shown(case.key)}  · block {case.block}", highlight=False)
         if case.skip:
             console.print(f"      skipped [{reasons[preflight.first_line(case.skip)]}]", highlight=False)
             continue
         try:
             launch = stages.plan(campaign, case, resources)
         except Undecided as undecided:  # the run decides it once the image is there: not a skip
-            console.print(f"      {escape(str(undecided))}", highlight=False)
+            console.print(f"      {shown(str(undecided))}", highlight=False)
             continue
         except Refused as refused:
             console.print(f"      skipped [{reasons[preflight.first_line(str(refused))]}]", highlight=False)
             continue
-        console.print(f"      {escape(shlex.join(launch.argv))}", highlight=False, soft_wrap=True)
-    console.print(escape(size.describe()), highlight=False)
+        console.print(f"      {shown(shlex.join(launch.argv))}", highlight=False, soft_wrap=True)
+    console.print(shown(size.describe()), highlight=False)
     missing = missing_images(cases, resources)
     if missing is None:
-        console.print(f"images: cannot tell which are missing ({escape(campaign.engine)} is not available)",
+        console.print(f"images: cannot tell which are missing ({shown(campaign.engine)} is not available)",
                       highlight=False)
     elif missing:
         console.print(f"{len(missing)} image(s) missing, built by the run:", highlight=False)
         for line in missing:
-            console.print(f"      {escape(line)}", highlight=False)
+            console.print(f"      {shown(line)}", highlight=False)
     if found.warnings:
         console.print(f"[yellow]{len(found.warnings)} warning(s)[/yellow], at the top", highlight=False)
     return len(cases)
@@ -114,9 +131,9 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
 def _print_survey(console: Console, found: preflight.Preflight) -> None:
     """The launches per stack and approach, the skip reasons (numbered, each once with its count), warnings."""
     for line in preflight.summary(found):
-        console.print(escape(line), highlight=False)
+        console.print(shown(line), highlight=False)
     for warning in found.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+        console.print(f"[yellow]warning:[/yellow] {shown(warning)}", highlight=False)
 
 
 def with_seed(campaign: Campaign) -> Campaign:
@@ -136,6 +153,13 @@ def run(campaign: Campaign, database: Engine, console: Console, *, resume: bool 
     lock_campaign(database, campaign.name)
     try:
         return _run(campaign, database, console, resume, force, yes, needs)
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        # the work directory's disk is full (a journal entry, a case's output): stop, naming what is kept
+        raise StoreLost(f"cannot write {error.filename or 'the work files'}: {error.strerror}. The campaign "
+                        "stopped: finished cases are stored; free space there, then `mpistack run "
+                        f"{campaign.path or 'CAMPAIGN'} --resume` runs the rest") from error
     finally:
         try:
             unlock_campaign(database, campaign.name)
@@ -154,33 +178,47 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
     if (reason := size.too_large()) and not yes:
         raise CampaignTooLarge(f"{campaign.path or campaign.name}: {size.describe()}: {reason}; add --yes to run "
                                "it (or narrow the matrix: include and exclude filters, fewer repeats)")
+    store = journal.store_identity(database)
     resources = planning_resources(campaign, stacks)
-    kept = journal.Journal(resources.workdir / "journal")
 
     def store_retry(reason: str, delay: float) -> None:
-        console.print(f"[yellow]results store unreachable[/yellow] ({escape(reason)}); trying again in {delay:g} s",
+        console.print(f"[yellow]results store unreachable[/yellow] ({shown(reason)}); trying again in {delay:g} s",
                       highlight=False)
 
-    replayed = _replay(database, kept, console, store_retry)
+    # what the run before left (its journal, its markers): this campaign's, or on a new start the latest of
+    # its name in this store, whose lock this process now holds
+    earlier = campaign_id if campaign_id is not None else latest_campaign(database, campaign.name)
+    earlier_workdir = workdir_for(campaign, store, earlier) if earlier is not None else None
+    replayed = 0
+    if earlier_workdir is not None and (earlier_workdir / "journal").is_dir():
+        replayed = _replay(database, journal.Journal(earlier_workdir / "journal"), console, store_retry)
     checker = preflight.checker(resources, build=True)
     if checker is not None and (rejected := preflight.check_options(campaign, cases, checker)):
         raise CampaignError("\n".join(rejected) + "\nnothing was launched")
     if campaign_id is None:
         campaign_id = start_campaign(database, campaign.name, recorded_spec(campaign))
+    resources.workdir = private_directory(workdir_for(campaign, store, campaign_id))
+    kept = journal.Journal(resources.workdir / "journal")
     done = finished_case_keys(database, campaign_id)
     todo = [case for case in cases if case.key not in done]
     already = len(cases) - len(todo)
     found = preflight.survey(campaign, todo, resources, needs)
     size = estimate(campaign, cases, database, found.refused)  # the refusals known now launch nothing
-    console.print(f"campaign {escape(campaign.name)} (#{campaign_id}): {len(todo)} case(s) to run"
+    console.print(f"campaign {shown(campaign.name)} (#{campaign_id}): {len(todo)} case(s) to run"
                   + (f", {already} already done" if already else "") + f"; order seed {campaign.seed}; "
-                  + escape(size.describe()), highlight=False)
+                  + shown(size.describe()), highlight=False)
     _print_survey(console, found)
-    prepare(todo, resources, say=lambda text: console.print(f"[dim]{escape(text)}[/dim]"))
-    measure_for_campaign(campaign, campaign_id, todo, database, console)  # what the machine allows, stored with it
+    try:
+        with _StopRaises():  # from here on SIGTERM and SIGHUP stop the run as Ctrl-C does, an image build too
+            prepare(todo, resources, say=lambda text: console.print(f"[dim]{shown(text)}[/dim]"))
+            measure_for_campaign(campaign, campaign_id, todo, database, console)  # what the machine allows
+    except KeyboardInterrupt as stopped:
+        console.print(f"[yellow]interrupted[/yellow] ({shown(str(stopped) or 'Ctrl-C')}) while preparing: what "
+                      "it built or started was ended; `--resume` runs the cases", highlight=False)
+        return SessionResult(campaign_id, 0, already, True, time.monotonic() - start, 0, resources.workdir, replayed)
     declared = LAUNCHERS.get(campaign.launcher)  # the registry says what it is and how to open it
     batch = declared.can.batch
-    launcher = declared.open(campaign, resources)
+    launcher = declared.open(campaign, resources, store=store, earlier_workdir=earlier_workdir)
     context = stages.CaseContext(campaign, campaign_id, resources, launcher, database,
                                  tags={**campaign.tags, "campaign": campaign.name}, journal=kept,
                                  on_store_retry=store_retry)
@@ -207,10 +245,10 @@ def _replay(database: Engine, kept: journal.Journal, console: Console, on_retry)
     """Store what an earlier run of the campaign left in its journal; the number of cases stored."""
     replayed = journal.replay(database, kept, on_retry)
     if replayed.stored or replayed.already:
-        console.print(f"stored {replayed.stored} finished case(s) an earlier run kept in {escape(str(kept.directory))}"
+        console.print(f"stored {replayed.stored} finished case(s) an earlier run kept in {shown(str(kept.directory))}"
                       + (f" ({replayed.already} were stored already)" if replayed.already else ""), highlight=False)
     for left in replayed.left:
-        console.print(f"[yellow]journal entry left in place[/yellow]: {escape(left)}", highlight=False)
+        console.print(f"[yellow]journal entry left in place[/yellow]: {shown(left)}", highlight=False)
     return replayed.stored
 
 
@@ -235,7 +273,7 @@ class _Display:
             self.console.print(f"{self.skipped} case(s) skipped, each reason said once above", highlight=False)
 
     def describe(self, text: str) -> None:
-        self.progress.update(self.task, description=escape(text))
+        self.progress.update(self.task, description=shown(text))
 
     def ended(self, case, outcome: stages.Outcome) -> None:
         self.done += 1
@@ -247,10 +285,27 @@ class _Display:
                 return
             self.reasons.add(reason)
         style = _STATUS_STYLE.get(outcome.status.value, "white")
-        note = f" — {escape(outcome.headline)}" if outcome.headline else ""
+        note = f" — {shown(outcome.headline)}" if outcome.headline else ""
         self.console.print(f"[{self.done}/{self.total}] [{style}]{outcome.status.value:<9}[/{style}] "
-                           f"{outcome.seconds:6.1f} s  {escape(case.key)}{note}", highlight=False, soft_wrap=True)
+                           f"{outcome.seconds:6.1f} s  {shown(case.key)}{note}", highlight=False, soft_wrap=True)
         self.progress.advance(self.task)
+
+
+class _StopRaises:
+    """For the length of a `with` block, SIGTERM and SIGHUP raise KeyboardInterrupt as Ctrl-C does, so that
+    what is running (an image build and its working containers) is ended by the code that started it; by
+    default they would end mpistack at once and leave it running."""
+
+    def _raise(self, number, _frame) -> None:
+        raise KeyboardInterrupt(signal.Signals(number).name)
+
+    def __enter__(self) -> "_StopRaises":
+        self.previous = {number: signal.signal(number, self._raise) for number in (signal.SIGTERM, signal.SIGHUP)}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
 
 
 class _Interrupt:
@@ -282,7 +337,7 @@ def _run_locally(context: stages.CaseContext, todo: list[Case], console: Console
     `announced`: the skips the run's start said (not said again)."""
     launcher = context.launcher
     for what in launcher.end_leftovers():
-        console.print(f"[yellow]ended what an earlier run left[/yellow]: {escape(what)}", highlight=False)
+        console.print(f"[yellow]ended what an earlier run left[/yellow]: {shown(what)}", highlight=False)
     with _Interrupt(launcher.interrupt) as interrupt, _Display(console, len(todo), announced) as display:
         # transport evidence first, once per configuration, so that no probe runs between timed cases
         context.transports = probe.probe_configurations(launcher, context.campaign.name, todo, context.resources,
@@ -307,5 +362,5 @@ def _run_batched(context: stages.CaseContext, todo: list[Case], console: Console
         display.describe(f"jobs in {jobs_dir}")
         finished = BatchRun(context, context.launcher, jobs_dir, display.ended, lambda: interrupt.stopped).run(todo)
     if not finished:
-        console.print(f"[yellow]jobs keep running[/yellow]; their bundles are in {escape(str(jobs_dir))}")
+        console.print(f"[yellow]jobs keep running[/yellow]; their bundles are in {shown(str(jobs_dir))}")
     return display.done, not finished

@@ -42,7 +42,7 @@ def run(
         campaign = load_campaign(campaign_file)
         needs = verdict_needs(campaign.analysis.alpha)
         if dry_run:
-            session.dry_run(campaign, out, database=_existing_store(db), needs=needs)
+            session.dry_run(campaign, out, database=_existing_store(db), needs=needs, store_name=url)
             return
         store = database(db)
         result = session.run(campaign, store, out, resume=resume, force=force, yes=yes, needs=needs)
