@@ -53,7 +53,7 @@ def test_source_build_verifies_the_debian_tarball_and_links_debian_libfabric(pod
     assert "--with-libfabric=/usr" in probe.stdout and "--with-datatype-engine=dataloop" in probe.stdout
     # Debian's libfabric, with the libraries it links to (their -dev packages made the link possible)
     for library in ("libfabric.so.1", "libpsm2.so.2", "librdmacm.so.1"):
-        assert re.search(rf"{re.escape(library)} => (/usr)?/lib/x86_64-linux-gnu/", probe.stdout), probe.stdout
+        assert re.search(rf"{re.escape(library)} => (/usr)?/lib/", probe.stdout), probe.stdout
 
 
 def test_second_build_is_a_cache_hit(lean_build, tmp_path):
