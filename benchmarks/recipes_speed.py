@@ -133,7 +133,14 @@ def _timed_build(cpu: BuildCpu, name: str, **options):
     before = cpu.total()
     result = build_stack(name, "podman", quiet=True, **options)
     used = cpu.total() - before
-    return result, (f", {used:.0f} CPU-s" if used > 0 else "")
+    note = f", {used:.0f} CPU-s" if used > 0 else ""
+    try:  # which steps podman took from its cache: what "cold" left out
+        log = result.log_path.read_text(errors="replace") if result.log_path else ""
+        steps, cached = log.count("\nSTEP "), log.count("--> Using cache")
+        note += f", {cached} of {steps} steps from the cache" if steps else ""
+    except OSError:
+        pass
+    return result, note
 
 
 def source_timing(names: tuple[str, ...]) -> int:
