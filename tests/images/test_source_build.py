@@ -2,7 +2,7 @@
 mirror, checked against the sha256 of its .dsc) against Debian's libfabric-dev, then 2 ranks of mpistack-bench
 latency with validation inside the image, with the image's own launcher.
 
-The build is the lean one of tests/images/stacks/mpich-ofi-lean.toml: the catalogue stack source-mpich-ofi's
+The build is the lean one of tests/images/stacks/test-mpich-ofi-lean.toml: the catalogue stack source-mpich-ofi's
 base, build-tool and libfabric layers (shared, built once), and an MPICH without yaksa (the dataloop datatype
 engine), ROMIO, static libraries or optimisation beyond -O1, so that it builds in minutes on two cores; the
 full build is the catalogue's. A second build of the same stack takes every layer from the cache.
@@ -23,7 +23,7 @@ from mpistack.spec.stack import load_stack
 
 pytestmark = pytest.mark.podman
 
-LEAN_STACK = Path(__file__).parent / "stacks" / "mpich-ofi-lean.toml"
+LEAN_STACK = Path(__file__).parent / "stacks" / "test-mpich-ofi-lean.toml"
 
 
 @pytest.fixture(scope="module")
