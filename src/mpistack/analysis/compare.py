@@ -183,6 +183,7 @@ def compare_rows(candidates: dict[RowKey, Row], baselines: dict[RowKey, Row], *,
     matches only another unknown one.
     """
     by_key_a, by_key_b = _grouped(candidates, match, stated[0]), _grouped(baselines, match, stated[1])
+    known_a, known_b = _known_placement(candidates), _known_placement(baselines)
     pairs: list[tuple[Row, Row]] = []
     unmatched: list[Unmatched] = []
     fields = ", ".join((*KEY_FIELDS, *match))
@@ -190,7 +191,7 @@ def compare_rows(candidates: dict[RowKey, Row], baselines: dict[RowKey, Row], *,
         rows_b = by_key_b.get(key, [])
         for row in rows_a:
             if not rows_b:
-                unmatched.append(Unmatched("candidate", row, _unknown_placement(row, "b", stated[0])
+                unmatched.append(Unmatched("candidate", row, _unknown_placement(row, "b", stated[0], known_b)
                                            or f"no baseline row with the same {fields}"))
             elif len(rows_b) > 1:
                 unmatched.append(Unmatched("candidate", row, _ambiguous(rows_b, match)))
@@ -200,7 +201,7 @@ def compare_rows(candidates: dict[RowKey, Row], baselines: dict[RowKey, Row], *,
                 pairs.append((row, rows_b[0]))
     for key, rows_b in by_key_b.items():
         if key not in by_key_a:
-            unmatched += [Unmatched("baseline", row, _unknown_placement(row, "a", stated[1])
+            unmatched += [Unmatched("baseline", row, _unknown_placement(row, "a", stated[1], known_a)
                                     or f"no candidate row with the same {fields}") for row in rows_b]
     compared = compare_pairs(pairs, settings)
     return [RowComparison(a, b, _class_of(a, b, pair, settings), pair.sizes, pair.regimes)
@@ -221,14 +222,22 @@ def _stated_placement(side: Selection) -> dict[str, int]:
             if where.key in PLACEMENT_FIELDS and where.operator == "=" and isinstance(where.value, int)}
 
 
-def _unknown_placement(row: Row, other: str, stated: dict[str, int]) -> str | None:
-    """Why a row whose source gave no ranks or nodes was not matched, and how to say which to compare it with."""
-    unknown = [name for name in PLACEMENT_FIELDS if not getattr(row.key, name) and name not in stated]
+def _known_placement(rows: dict[RowKey, Row]) -> set[str]:
+    """The placement fields some row of a side knows."""
+    return {name for name in PLACEMENT_FIELDS if any(getattr(key, name) for key in rows)}
+
+
+def _unknown_placement(row: Row, other: str, stated: dict[str, int], known_other: set[str]) -> str | None:
+    """Why a row whose source gave no ranks or nodes was not matched where the other side knows them, and how to
+    say which to compare it with."""
+    unknown = [name for name in PLACEMENT_FIELDS
+               if not getattr(row.key, name) and name not in stated and name in known_other]
     if not unknown:
         return None
     example = " ".join(f"--where-{other} {name}={2 if name == 'ranks' else 1}" for name in unknown)
-    return (f"its {' and '.join(unknown)} are unknown (not published): it is matched only with rows of the "
-            f"placement the other side is narrowed to, e.g. {example}")
+    return (f"its {' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} unknown (its source did not give "
+            f"{'it' if len(unknown) == 1 else 'them'}): it is matched only with rows of the placement the other "
+            f"side is narrowed to, e.g. {example}")
 
 
 def _ambiguous(rows_b: list[Row], match: tuple[str, ...]) -> str:
