@@ -48,8 +48,8 @@ def test_an_unknown_placement_is_not_matched_with_a_single_node_run_unless_state
     assert not any(row.candidate.key.benchmark == "bw" for row in unstated.rows)
     reasons = [entry.reason for entry in unstated.unmatched
                if entry.side == "baseline" and entry.row.key.benchmark == "bw"]
-    assert reasons and "nodes is unknown (its source did not give it)" in reasons[0]
-    assert "--where-a nodes=1" in reasons[0] and "ranks" not in reasons[0]  # the run's ranks are unknown too
+    assert reasons and "number of nodes is unknown (its source did not give it)" in reasons[0]
+    assert "--where-a nodes=1" in reasons[0] and "ranks=" not in reasons[0]  # the run's ranks are unknown too
     # stated: the candidate side narrowed to one node, so the table is compared as one node
     stated = compare(store, _run_of(store, "one-node.txt"), f"ref:{LUMI}", where_a=["nodes=1"],
                      where_b=["approach=native", "buffers=H-H"])
@@ -61,7 +61,7 @@ def test_both_ranks_and_nodes_must_be_stated_for_a_run_that_knows_both(store):
     run = _run_of(store, "two-ranks.txt")
     only_nodes = compare(store, run, f"ref:{LUMI}", where_a=["nodes=1"], where_b=["approach=native", "buffers=H-H"])
     assert not only_nodes.rows
-    assert any("ranks is unknown" in entry.reason and "--where-a ranks=2" in entry.reason
+    assert any("number of ranks is unknown" in entry.reason and "--where-a ranks=2" in entry.reason
                for entry in only_nodes.unmatched if entry.side == "baseline")
     both = compare(store, run, f"ref:{LUMI}", where_a=["nodes=1", "ranks=2"],
                    where_b=["approach=native", "buffers=H-H"])

@@ -235,9 +235,9 @@ def _unknown_placement(row: Row, other: str, stated: dict[str, int], known_other
     if not unknown:
         return None
     example = " ".join(f"--where-{other} {name}={2 if name == 'ranks' else 1}" for name in unknown)
-    return (f"its {' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} unknown (its source did not give "
-            f"{'it' if len(unknown) == 1 else 'them'}): it is matched only with rows of the placement the other "
-            f"side is narrowed to, e.g. {example}")
+    what = f"number of {unknown[0]} is" if len(unknown) == 1 else "numbers of ranks and nodes are"
+    return (f"its {what} unknown (its source did not give {'it' if len(unknown) == 1 else 'them'}): it is matched "
+            f"only with rows of the placement the other side is narrowed to, e.g. {example}")
 
 
 def _ambiguous(rows_b: list[Row], match: tuple[str, ...]) -> str:
