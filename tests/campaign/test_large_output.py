@@ -11,9 +11,11 @@ import textwrap
 
 import pytest
 
-from mpistack.cache import cache_dir
+from mpistack.campaign.prepare import workdir_for
 from mpistack.campaign.stages import MESSAGE_LIMIT
 from mpistack.launchers.base import OUTPUT_CAP_BYTES
+from mpistack.spec.campaign import load_campaign
+from mpistack.store.address import store_identity
 from tests.helpers import MPISTACK
 
 MB = 1_000_000
@@ -83,7 +85,7 @@ options = [{json.dumps(str(program))}, "10", "0", "{3 * MB}", "3"]
             log.seek(0)
             assert status == 0, log.read()
     finally:  # a campaign with a failed case keeps its work files (here: 50 MB of output) for inspection
-        shutil.rmtree(cache_dir() / "work" / f"loud-{tmp_path.name}", ignore_errors=True)
+        shutil.rmtree(workdir_for(load_campaign(campaign), store_identity(str(db)), 1), ignore_errors=True)
     output_size = SWEEPS * (23 * ROW_BYTES + NOISE_PER_SWEEP // len(NOISE_LINE) * len(NOISE_LINE))
     assert output_size > 40 * OUTPUT_CAP_BYTES  # far beyond what is kept in memory
     with sqlite3.connect(db) as connection:

@@ -43,7 +43,7 @@ def test_the_store_stopped_mid_campaign_loses_no_case_and_resume_stores_none_twi
         stopped = mpistack("run", str(path), "--db", url, home=tmp_path, check=None)
     finally:
         postgres_server.serve()
-    journal = tmp_path / "cache" / "mpistack" / "work" / "faults" / "journal"
+    (journal,) = (tmp_path / "cache" / "mpistack" / "work").glob("*-1/journal")  # the store's campaign #1
     assert stopped.returncode == 3, stopped.stdout + stopped.stderr
     assert "trying again in 1 s" in stopped.stdout and "did not answer through 6 tries" in stopped.stderr
     assert f"1 finished case(s) the store did not take are kept in {journal}" in " ".join(stopped.stderr.split())

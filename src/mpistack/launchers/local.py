@@ -108,6 +108,9 @@ class LocalLauncher:
         outputs = self._case_directory(plan)
         try:
             _fresh_directory(outputs)
+            if plan.output is not None and plan.output.parent != outputs:  # a JSON output elsewhere: its
+                plan.output.parent.mkdir(parents=True, exist_ok=True)     # directory there, no stale file
+                plan.output.unlink(missing_ok=True)
             with os.fdopen(create_new_file(outputs / "stdout"), "wb") as stdout, \
                     os.fdopen(create_new_file(outputs / "stderr"), "wb") as stderr:
                 before = machine.sample()
@@ -181,11 +184,13 @@ class LocalLauncher:
         containers, once its runner is provably gone. Returns what was ended or left, and whose it was, for
         the user to read."""
         said = []
-        directories = [directory for directory in (self.state_dir, *self.earlier_state_dirs) if directory]
+        directories = {directory.resolve() for directory in (self.state_dir, *self.earlier_state_dirs) if directory}
         for marker in sorted(path for directory in directories for path in directory.glob("running-*.json")):
             try:
                 left = json.loads(read_regular_bytes(marker))
                 runner = Runner.from_marker(left)
+            except FileNotFoundError:  # ended meanwhile by its own runner
+                continue
             except (OSError, ValueError, KeyError, TypeError) as error:
                 marker.unlink(missing_ok=True)  # not a marker of mpistack's (a forged one is a link or malformed)
                 said.append(f"removed {marker.name}, not a marker mpistack wrote ({error})")
