@@ -156,8 +156,9 @@ def test_node_failures_are_retried_within_the_budget(tmp_path):
 
 def test_a_failed_job_script_fails_its_cases_with_the_job_log(tmp_path):
     def plan(job, directories):
-        log = directories[0].parent / f"mpistack-b-1-{job}.out"
-        log.write_text("/var/spool/slurmd/job01/slurm_script: line 9: timeout: command not found\n")
+        for script in directories[0].parent.glob("*.sh"):  # the job's log is named after its script
+            script.with_suffix(".out").write_text("/var/spool/slurmd/job01/slurm_script: line 9: timeout: command "
+                                                  "not found\n")
         return "FAILED"
 
     run, slurm, cases, _ = batch_run(tmp_path, plan, repeats=1)
