@@ -146,7 +146,11 @@ def hybrid_pmix(rule, plan: PlanSubject):
             "Run the image's ranks in one container with its own mpirun (the container approach), or start them "
             "with a launcher whose PMIx is v2.1.1 or later on both sides.", subject=plan.where, **evidence)
     else:
-        yield rule.finding("ok", f"{plan.approach}: PMIx {client or '?'} client, PMIx {plan.host_pmix or '?'} server",
+        # a wheel's bundled PMIx is known only as its series' first (compat.INTERNAL_PMIX_AT_LEAST)
+        bound = " or later" if plan.approach != "bind" and plan.stack.pmix is None and plan.stack.mpi.channel == "pip" \
+            else ""
+        yield rule.finding("ok", f"{plan.approach}: PMIx {client or '?'}{bound} client, PMIx {plan.host_pmix or '?'} "
+                                 "server",
                            "PMIx releases from v2.1.1 on talk to each other; Open MPI itself promises nothing when "
                            "the launcher's release and the ranks' differ, so the run is the evidence.",
                            subject=plan.where, **evidence)
