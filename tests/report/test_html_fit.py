@@ -242,3 +242,16 @@ def test_a_system_mpi_nothing_was_compared_with_gets_its_own_panel(tmp_path):
     assert [(panel.stack, [s.key.stack for s in panel.baselines]) for panel in found] == [
         ("pip-mpich", ["host-mpich"]), ("host-openmpi", ["host-openmpi"])]
     assert ">host-openmpi<" in plots.value_plot(latency, report.bounds)
+
+
+def test_the_ratio_axis_follows_the_ratios_not_an_interval_of_a_thousandfold():
+    from types import SimpleNamespace
+
+    def answer(*points):
+        return SimpleNamespace(sizes=[SimpleNamespace(size=1 << i, ratio=r, ci_low=lo, ci_high=hi)
+                                      for i, (r, lo, hi) in enumerate(points)])
+
+    noisy = answer((0.5, 0.001, 1000.0), (0.9, 0.8, 1.1))
+    bottom, top = plots._ratio_limits([noisy])
+    assert 0.1 < bottom < 0.5 / 1.2 and 1.35 <= top < 10  # the ratios fill the panel; the wide band is cut
+    assert plots._ratio_limits([answer((0.03, 0.02, 0.04))])[0] < 0.02  # an interval near its ratio is shown

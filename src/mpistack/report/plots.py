@@ -425,13 +425,20 @@ def _floor_band(answers, relative: float) -> tuple[list[int], list[float], list[
     return sizes, [1 - relative] * len(sizes), [1 + relative] * len(sizes)
 
 
+#: how far beyond the ratios themselves the axis follows their intervals: a noisy size's interval of 0.001-1000
+#: would otherwise squeeze every ratio into a sliver (the band is cut at the axis instead)
+INTERVAL_REACH = 4.0
+
+
 def _ratio_limits(answers) -> tuple[float, float]:
-    values = [1.0]
+    ratios, intervals = [1.0], []
     for answer in answers:
         for c in _comparisons(answer):
-            values += [c.ratio] + [v for v in (c.ci_low, c.ci_high) if math.isfinite(v) and v > 0]
-    bottom = max(min(values) / 1.2, 1e-3)
-    top = min(max(values) * 1.2, 1e3)
+            ratios.append(c.ratio)
+            intervals += [v for v in (c.ci_low, c.ci_high) if math.isfinite(v) and v > 0]
+    low, high = min(ratios), max(ratios)
+    bottom = max(min([low, *intervals]), low / INTERVAL_REACH, 1e-3) / 1.2
+    top = min(max([high, *intervals]), high * INTERVAL_REACH, 1e3) * 1.2
     return min(bottom, 0.75), max(top, 1.35)
 
 
