@@ -51,3 +51,16 @@ def test_a_bad_mirrors_file_is_an_error_naming_it(tmp_path):
         assert f"{path}: mirrors[0]: expected 'upstream', 'debian' or a directory" in " ".join(result.stderr.split())
         assert "Traceback" not in result.stderr
     assert os.path.exists(path)
+
+
+def test_render_prints_the_containerfile_unless_asked_for_the_definition(tmp_path):
+    env = {**plain_environment(), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    containerfile = subprocess.run([*MPISTACK, "stack", "render", "source-openmpi-ofi"], capture_output=True,
+                                   text=True, env=env, timeout=120)
+    assert containerfile.returncode == 0 and containerfile.stdout.startswith("# syntax=docker/dockerfile:1")
+    # a single-stage image gets its run-time packages too: Open MPI's mpirun needs an rsh agent to start
+    assert "apt-get install -y --no-install-recommends libevent-2.1-7 libevent-pthreads-2.1-7 libhwloc15 " \
+           "openssh-client" in containerfile.stdout
+    definition = subprocess.run([*MPISTACK, "stack", "render", "source-openmpi-ofi", "--apptainer"],
+                                capture_output=True, text=True, env=env, timeout=120)
+    assert definition.returncode == 0 and definition.stdout.startswith("Bootstrap: localimage")

@@ -165,7 +165,7 @@ def render_command(
     """Render a stack: Containerfile on stdout (or --apptainer/--edf/--env/--binds/--srun), or everything to
     --out."""
     from .. import runtime
-    from ..approaches import apptainer
+    from ..approaches import apptainer as apptainer_settings  # not `apptainer`: the --apptainer flag
     from ..recipes import RecipeError, UnpinnedRecipe, render
 
     s = _load(name)
@@ -173,7 +173,7 @@ def render_command(
         err.print("note: --system changes only --binds and --out", highlight=False)
     system = system or "local"
     try:
-        apptainer.load_system(system)
+        apptainer_settings.load_system(system)
     except runtime.systems.SystemProfileError as error:
         err.print(f"[red]error:[/red] --system: {escape(str(error))}", highlight=False)
         raise typer.Exit(2) from None
@@ -187,7 +187,7 @@ def render_command(
             print(runtime.env_script(s, gpu=gpu), end="")
         if binds:
             try:
-                paths = apptainer.apptainer_binds(s, binds, system=system)
+                paths = apptainer_settings.apptainer_binds(s, binds, system=system)
             except ValueError as error:
                 err.print(f"[red]error:[/red] --binds {escape(repr(binds))}: {escape(str(error))}", highlight=False,
                           soft_wrap=True)
@@ -197,7 +197,7 @@ def render_command(
             else:
                 err.print(f"{binds} binds no host path on system {system}", highlight=False)
             # stdout stays a plain bind list for scripts; what the container also needs goes to the terminal
-            needed = apptainer.apptainer_env(s, binds, system=system)
+            needed = apptainer_settings.apptainer_env(s, binds, system=system)
             if needed:
                 err.print(f"note: the container also needs {' '.join(f'{k}={v}' for k, v in needed.items())} "
                           f"(apptainer-{binds}.sh, written by --out, sets {'it' if len(needed) == 1 else 'them'})",

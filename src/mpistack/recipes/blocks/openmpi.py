@@ -41,5 +41,7 @@ class OpenmpiBlock(Block):
                              **fetch_context(pin, "/tmp/src/openmpi"))
         pkgs = ["libevent-dev", "libhwloc-dev", "zlib1g-dev", "perl"] + (["gfortran"] if mpi.fortran else [])
         return Step("mpi", f"Open MPI {mpi.version}", commands=lines, pin=pin, build_packages=pkgs,
-                    runtime_packages=["libevent-2.1-7", "libevent-pthreads-2.1-7", "libhwloc15"],
+                    # mpirun will not start without an rsh agent, even for ranks on its own node (Debian's
+                    # openmpi-bin depends on openssh-client for the same reason)
+                    runtime_packages=["libevent-2.1-7", "libevent-pthreads-2.1-7", "libhwloc15", "openssh-client"],
                     copies=[mpi.prefix] if self.stage else [])
