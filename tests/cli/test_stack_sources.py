@@ -59,7 +59,7 @@ def test_render_prints_the_containerfile_unless_asked_for_the_definition(tmp_pat
                                    text=True, env=env, timeout=120)
     assert containerfile.returncode == 0 and containerfile.stdout.startswith("# syntax=docker/dockerfile:1")
     # a single-stage image gets its run-time packages too: Open MPI's mpirun needs an rsh agent to start
-    assert "apt-get install -y --no-install-recommends libevent-2.1-7 libevent-pthreads-2.1-7 libhwloc15 " \
+    assert "apt-get install -y --no-install-recommends libfabric1 libevent-2.1-7 libevent-pthreads-2.1-7 libhwloc15 " \
            "openssh-client" in containerfile.stdout
     definition = subprocess.run([*MPISTACK, "stack", "render", "source-openmpi-ofi", "--apptainer"],
                                 capture_output=True, text=True, env=env, timeout=120)
