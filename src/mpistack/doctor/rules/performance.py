@@ -11,6 +11,8 @@ without bounds, blame nothing.
 
 from __future__ import annotations
 
+import dataclasses
+
 import shlex
 
 from ...analysis.answers import SAME_STACK, SYSTEM
@@ -48,7 +50,11 @@ def _unit(metric: str) -> str:
 
 
 def _figure(value: float, metric: str) -> str:
-    return f"{value:.2f} us" if metric == "latency" else f"{value:.0f} MB/s"
+    """Three significant figures at most, never rounded to nothing (a loaded machine's 2-byte bandwidth is
+    0.41 MB/s, not 0)."""
+    unit = "us" if metric == "latency" else "MB/s"
+    digits = 0 if value >= 100 else 1 if value >= 10 else 2
+    return f"{value:.{digits}f} {unit}" if value >= 0.01 else f"{value:.3g} {unit}"
 
 
 def _machine(bounds) -> str:
@@ -78,7 +84,21 @@ _FABRIC_FIX = ("Check the provider inside the container (fi_info -p cxi exits 61
 
 def _tcp_class(rule, perf: Performance, metrics: tuple[str, ...]):
     """A row slower than native whose ranks took TCP: by the path its MPI recorded for its placement (a problem),
-    or by figures on TCP's side of the campaign's measured bounds where no path was recorded (a warning)."""
+    or by figures on TCP's side of the campaign's measured bounds where no path was recorded (a warning). One
+    cause per configuration: the rows of its benchmarks share the title of the worst of them, which comes
+    first, so that the finding is said once and names every benchmark it was seen in."""
+    found = list(_tcp_class_rows(rule, perf, metrics))
+    worst_of: dict[tuple, tuple] = {}  # in the order the groups first appear
+    for ratio, group, title, _ in found:
+        if group not in worst_of or ratio < worst_of[group][0]:
+            worst_of[group] = (ratio, title)
+    order = {group: index for index, group in enumerate(worst_of)}
+    for _, group, _, finding in sorted(found, key=lambda item: (order[item[1]], item[0])):
+        yield dataclasses.replace(finding, title=worst_of[group][1])
+
+
+def _tcp_class_rows(rule, perf: Performance, metrics: tuple[str, ...]):
+    """(worst ratio, the configuration's group, title, finding) of each row _tcp_class reports."""
     for row in perf.rows.values():
         key = row.key
         if key.metric not in metrics or not row.launches or not (slower := _slower(perf, key)):
@@ -105,10 +125,11 @@ def _tcp_class(rule, perf: Performance, metrics: tuple[str, ...]):
             evidence["bounds_measured_on"] = _machine(bounds)
         disagree = bool(judged) and not on_tcp
         what = "latency" if key.metric == "latency" else "bandwidth"
-        yield rule.finding(
-            "warning" if path is None or disagree else "problem",
-            f"TCP-class {what} {where}: {_figure(worst.median_candidate, key.metric)} at {format_size(worst.size)}"
-            + (" (recorded: tcp)" if path else ""),
+        verdict = "warning" if path is None or disagree else "problem"
+        title = (f"TCP-class {what} {where}: {_figure(worst.median_candidate, key.metric)} at "
+                 f"{format_size(worst.size)}" + (" (recorded: tcp)" if path else ""))
+        yield worst.ratio, (_cell(key), where, verdict), title, rule.finding(
+            verdict, title,
             (f"The ranks' MPI said they talked over TCP ({via}), and the row is slower than native at "
              f"{format_sizes(list(slower))}." if path else
              f"No path was recorded; the figures at {format_sizes(sizes)} are on TCP's side of this machine's "
