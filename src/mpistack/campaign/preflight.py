@@ -225,20 +225,32 @@ def checker(resources: Resources, build: bool = False) -> Path | None:
 
 
 def summary(found: Preflight, width: int = 80) -> list[str]:
-    """The launches per stack (rows) and approach (columns), then each skip reason once with its count."""
+    """The launches per stack (rows) and approach (columns; a variant's or a setting's "+..." on a second header
+    line), or, where that table is wider than `width`, a line per stack; then each skip reason once with its
+    count."""
     stacks = list(dict.fromkeys(stack for stack, _ in found.cells))
     approaches = list(dict.fromkeys(approach for _, approach in found.cells))
     first = max([len("stack"), *map(len, stacks)])
-    widths = [max(len(approach), 5) for approach in approaches]
-    lines = ["launches per stack and approach (- : none runs, why below):",
-             "  " + "stack".ljust(first) + "".join(f"  {a:>{w}}" for a, w in zip(approaches, widths))]
-    for stack in stacks:
-        cells = []
-        for approach, w in zip(approaches, widths):
-            run, skipped = found.cells.get((stack, approach), (0, 0))
-            text = "" if run + skipped == 0 else "-" if run == 0 else str(run) if not skipped else f"{run}/{run + skipped}"
-            cells.append(f"  {text:>{w}}")
-        lines.append("  " + stack.ljust(first) + "".join(cells))
+    heads = [(approach.split("+", 1)[0], "+" + approach.split("+", 1)[1] if "+" in approach else "")
+             for approach in approaches]
+    widths = [max(len(top), len(bottom), 5) for top, bottom in heads]
+
+    def count(stack: str, approach: str) -> str:
+        run, skipped = found.cells.get((stack, approach), (0, 0))
+        return "" if run + skipped == 0 else "-" if run == 0 else str(run) if not skipped else f"{run}/{run + skipped}"
+
+    lines = ["launches per stack and approach (- : none runs, why below):"]
+    if 2 + first + sum(w + 2 for w in widths) <= width:
+        lines.append("  " + "stack".ljust(first) + "".join(f"  {top:>{w}}" for (top, _), w in zip(heads, widths)))
+        if any(bottom for _, bottom in heads):
+            lines.append("  " + " " * first + "".join(f"  {bottom:>{w}}" for (_, bottom), w in zip(heads, widths)))
+        for stack in stacks:
+            lines.append("  " + stack.ljust(first)
+                         + "".join(f"  {count(stack, approach):>{w}}" for approach, w in zip(approaches, widths)))
+    else:
+        for stack in stacks:
+            cells = [f"{approach} {text}" for approach in approaches if (text := count(stack, approach))]
+            lines.append(f"  {stack}: " + ", ".join(cells))
     for number, (reason, (count, where)) in enumerate(found.skipped.items(), start=1):
         lines.append(f"[{number}] {count} skipped ({', '.join(where)}): {reason}")
     for reason, count in found.undecided.items():
