@@ -15,7 +15,7 @@ help:
 	@echo "make test         set up this machine, then run every test"
 	@echo "make bench-store  ingest and query speed of the results store, peak memory of ingesting 200 MB"
 	@echo "make bench-startup  start-up time of mpistack --help, results, runs, stack list"
-	@echo "make bench-recipes  catalogue render time and cached image builds"
+	@echo "make bench-recipes  catalogue render time, cached image builds, cold and cached source builds (~1 h)"
 	@echo "make bench-report  analysis and report time over one million stored results"
 	@echo "make agreement    the default campaign 3 times: classes side by side, five targets with Wilson intervals"
 	@echo "make agreement-replay  the targets at 6 to 96 launches per case, replayed from agreement.db's rounds"
