@@ -105,7 +105,14 @@ def bundles(jobs: Path) -> list[dict]:
 
 
 def jobs_dir(workdir: Path, name: str) -> Path:
-    return workdir / name / "slurm" / "campaign-1"
+    """The bundles of the run's campaign #1 in the store start_mpistack names: its work directory is keyed by
+    that store and id (`campaign/prepare.py`), not by the campaign's name."""
+    from mpistack.campaign.prepare import workdir_for
+    from mpistack.spec.campaign import load_campaign_text
+    from mpistack.store.address import store_identity
+
+    campaign = load_campaign_text(campaign_text(name, workdir, "[[benchmark]]\nname = \"latency\"\n"))
+    return workdir_for(campaign, store_identity(str(workdir / "db.sqlite")), 1) / "slurm" / "campaign-1"
 
 
 def test_two_node_campaign_names_both_nodes(slurm_cluster, tmp_path):
