@@ -270,7 +270,8 @@ def _calibration(answers: list[list[Answer]]) -> Counter:
 def _injected(launches: Launches, runs: Sequence[Rounds], settings: Settings) -> Counter:
     """Each run again with a loss injected into the A/A control's figures in one regime at a time: whether the
     control row is then called ``(Y)`` naming that regime, or ``Y`` (T3). Only the control and the system MPI's
-    native runs (its baseline) are read."""
+    native runs (its baseline) are read. A loss smaller than the regime's practical floor (tiny latencies, where
+    the floor in microseconds is the wider one) is not a loss that matters: such trials are counted apart."""
     if not launches.controls:
         return Counter()
 
@@ -293,6 +294,12 @@ def _injected(launches: Launches, runs: Sequence[Rounds], settings: Settings) ->
 
                 for result in answer(replayed_rows(launches, rounds, keep=keep, scaling=scaling), settings):
                     if result.key.variant in launches.controls:
+                        band = result.regimes.get(regime)
+                        if band is not None and 1 - loss >= band.floor_low:
+                            # at these latencies the practical floor (in microseconds) is wider than the loss:
+                            # Y is the right answer, and the trial tests nothing T3 is about
+                            counts.update({"loss within the floor": 1})
+                            continue
                         named = result.label == "(Y)" and regime in {slow.regime for slow in result.row_class.slow}
                         counts.update({f"loss {loss:.0%}": 1, f"loss {loss:.0%} named": int(named), "loss": 1,
                                        "loss Y": int(result.label == "Y")})
@@ -362,6 +369,8 @@ def targets(tally: Counter, scale: float = 1.0, replay: bool = False) -> list[Ta
     no_control = "no A/A control rows (a variant marked control = true)"
     allowed = 0.1 if replay else 0.0
     runs = "every run"
+    no_loss = (f"every injected loss ({tally['loss within the floor']:g} trials) lay within the practical floor "
+               "(tiny latencies: the floor in microseconds is wider)" if tally["loss within the floor"] else no_control)
     return [
         share("T1", "rows Y in one run and (Y) in another", "contradicting", "rows",
               high=allowed / per_set if per_set else 0.0, per_set=per_set, missing="no compared rows"),
@@ -370,10 +379,10 @@ def targets(tally: Counter, scale: float = 1.0, replay: bool = False) -> list[Ta
         share("T3", f"forced-TCP rows called (Y) ({runs})", "tcp (Y)", "tcp", low=1.0,
               missing="no variant forcing TCP"),
         share("T3", "20% loss injected in one regime: (Y) naming it", "loss 20% named", "loss 20%", low=0.95,
-              missing=no_control),
+              missing=no_loss),
         share("T3", "15% loss injected in one regime: (Y) naming it", "loss 15% named", "loss 15%", low=0.80,
-              missing=no_control),
-        share("T3", "a loss of 15% or 20% injected: called Y", "loss Y", "loss", high=0.01, missing=no_control),
+              missing=no_loss),
+        share("T3", "a loss of 15% or 20% injected: called Y", "loss Y", "loss", high=0.01, missing=no_loss),
         share("T4", f"rows >= {CLEAR_SE:g} SE from every edge: one class in {runs}", "clear same", "clear",
               low=0.95, missing="no row is that clear"),
         share("T4", "measured rows decided (Y or (Y))", "decided", "measured", low=0.75, missing="no measured rows"),

@@ -160,6 +160,21 @@ def test_a_set_is_counted_for_every_target(agreement, store):
     assert by_code["T1"][0].met and by_code["T3"][0].met and by_code["T3"][1].met
 
 
+def test_an_injected_loss_within_the_practical_floor_is_not_counted_against_t3(agreement, store):
+    """With a floor in microseconds wider than any injected loss, Y is the right answer for every trial: they are
+    counted apart, and T3 says why it has nothing to measure instead of reporting a miss."""
+    from mpistack.analysis.statistics import PracticalFloor
+
+    _, engine = store
+    launches = agreement.read_launches(engine, [1, 2])
+    runs = [launches.rounds[index * 8:(index + 1) * 8] for index in range(3)]
+    settings = Settings(floor=PracticalFloor(0.10, 1000.0))
+    tally = agreement.tally_set(launches, runs, agreement.judged(launches, runs, settings), settings)
+    assert tally["loss within the floor"] == 12 and tally["loss"] == 0 and tally["loss Y"] == 0
+    t3 = [target for target in agreement.targets(tally) if target.code == "T3" and "injected" in target.what]
+    assert len(t3) == 3 and all(not target.trials and "within the practical floor" in target.missing for target in t3)
+
+
 def _agreement(agreement, capsys, monkeypatch, path, *args) -> tuple[int, str, str]:
     """The command run in this process (exit status, stdout, stderr): starting Python and SciPy for each would
     cost seconds."""

@@ -86,6 +86,19 @@ def test_all_at_speed_is_y():
     assert by_regime.stability > 0.99 and by_regime.unstable == ""
 
 
+def test_a_ratio_made_parity_by_the_floor_in_microseconds_says_so():
+    """0.80× at a 0.2 us latency is 0.05 us: inside the band the absolute floor widens, so Y, and the reason names
+    the band instead of leaving a reader to wonder how 0.80× is native speed."""
+    import dataclasses
+
+    small = dataclasses.replace(comparison(None, Verdict.AT_SPEED, 0.80), floor_low=0.78, floor_high=1.28)
+    result = classify(row({}), {"small": small, "mid": comparison(None, *AT_SPEED)})
+    assert result.label == "Y"
+    assert "small 0.80× (CI 0.78–0.82) within the band 0.78–1.28×, widened at these latencies by the floor in " \
+           "microseconds" in result.reason
+    assert "mid 1.00× (CI 0.98–1.02);" in result.reason  # a relative band, a ratio near 1: nothing to add
+
+
 def test_regimes_decide_and_sizes_describe():
     """Open sizes do not stop a row whose regimes are all at speed; a slower regime makes it (Y) and names the
     sizes leaning slower, with the regime's estimate first."""

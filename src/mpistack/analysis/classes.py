@@ -185,6 +185,22 @@ def _interval(c: SizeComparison) -> str:
             else f"{c.ratio:.2f}×")
 
 
+def _widened(c: SizeComparison) -> bool:
+    """Whether the absolute floor (a few hundredths of a microsecond) widened this comparison's parity band beyond
+    the relative one: a relative band [1 - r, 1 + r] sums to 2, a widened one to more."""
+    return math.isfinite(c.floor_low) and math.isfinite(c.floor_high) and c.floor_low + c.floor_high > 2.0 + 1e-9
+
+
+def _at_speed_text(c: SizeComparison) -> str:
+    """A unit at speed: its estimate, and where the absolute floor made a ratio beyond 5% parity, the band that did
+    ("0.80× (CI 0.79–0.81) within the band 0.78–1.28×, widened at these latencies by the floor in microseconds")."""
+    text = _interval(c)
+    if _widened(c) and not 0.95 <= c.ratio <= 1.05:  # said where the ratio alone would look like a difference
+        text += (f" within the band {c.floor_low:.2f}–{c.floor_high:.2f}×, widened at these latencies by the "
+                 "floor in microseconds")
+    return text
+
+
 def _unit_name(unit: Hashable) -> str:
     return REGIME_TEXT[unit] if unit in REGIME_TEXT else format_size(unit)
 
@@ -246,7 +262,7 @@ def classify(
         total = len(ordered)
         span = format_sizes([sizes[0], sizes[-1]]) if total > 1 else format_size(sizes[0])
         if regimes:
-            estimates = ", ".join(f"{name} {_interval(c)}" for name, c in units.items())
+            estimates = ", ".join(f"{name} {_at_speed_text(c)}" for name, c in units.items())
             reason = f"at native speed in every regime ({estimates}; {total} sizes, {span}){faster_note}{notes}"
         else:
             reason = f"at native speed at all {total} sizes ({span}){faster_note}{notes}"
