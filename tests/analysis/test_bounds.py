@@ -76,3 +76,25 @@ def test_describe_names_the_machine_and_the_libraries():
     assert text.startswith("node1 (Test CPU, Linux 6.1.0)")
     assert "openmpi: Open MPI v4.1.4" in text and "mpich: MPICH Version: 4.0.2" in text
     assert [s.kind for s in MACHINE.failures()] == ["memcpy-cache"]
+
+
+NETWORKED = MachineBounds(
+    host="node1", cpu_model="", kernel="", network="TCP between node1 and node2 (Open MPI pml ob1, btl tcp)",
+    figures=MACHINE.figures + tuple(figures("net-latency", {1: 30.0, 1048576: 900.0}, "openmpi")
+                                    + figures("net-bandwidth", {1: 0.1, 1048576: 400.0}, "openmpi")))
+
+
+def test_between_nodes_the_network_is_the_tcp_bound_and_on_one_node_the_loopback():
+    assert NETWORKED.net_latency_us(1) == 30.0 and NETWORKED.net_bandwidth_mbs(1048576) == 400.0
+    assert NETWORKED.tcp_bound("latency", 1, nodes=2) == 30.0 and NETWORKED.tcp_bound("latency", 1) == 3.5
+    assert NETWORKED.tcp_bound("bandwidth", 1048576, nodes=2) == 400.0
+    # 8 us between nodes: on the loopback's TCP side, but better than the network's TCP: no TCP there
+    assert NETWORKED.tcp_side("latency", 1, 8.0) is True
+    assert NETWORKED.tcp_side("latency", 1, 8.0, nodes=2) is False
+    assert NETWORKED.tcp_side("latency", 1, 29.0, nodes=2) is True
+    assert NETWORKED.tcp_side("bandwidth", 1048576, 1000.0, nodes=2) is False
+    assert NETWORKED.tcp_side("bandwidth", 1048576, 1000.0) is True
+    # without inter-node figures a row between nodes is compared with the loopback, as before
+    assert MACHINE.tcp_side("latency", 1, 8.0, nodes=2) is True and MACHINE.net_latency_us(1) is None
+    # a node known by its name only
+    assert NETWORKED.describe() == "node1" and MACHINE.network == "not measured"

@@ -13,6 +13,9 @@ facilitate interpretability of the measured results", https://doi.org/10.1145/28
   better).
 * ``shm``: the host MPI's own 1-byte latency between two ranks of one node, per MPI family: the shared-memory
   floor.
+* ``net``: under a batch launcher, when the campaign has an inter-node placement, the network between two
+  nodes: one rank per node, Open MPI forced onto TCP, latency and bandwidth per size. What a row between
+  nodes that fell back to TCP is compared with (``MachineBounds.network`` names the link).
 
 Units as OSU: bandwidth in MB/s (1e6 bytes per second), latency in microseconds. Every figure is the median
 over a few launches (each launch's figure the median over its iterations) with the launches' minimum and maximum
@@ -40,8 +43,11 @@ MEMCPY_MEMORY = "memcpy-memory"
 TCP_LATENCY = "tcp-latency"
 TCP_BANDWIDTH = "tcp-bandwidth"
 SHM_LATENCY = "shm-latency"
-KINDS = (MEMCPY_CACHE, MEMCPY_MEMORY, TCP_LATENCY, TCP_BANDWIDTH, SHM_LATENCY)
-UNITS = {MEMCPY_CACHE: "MB/s", MEMCPY_MEMORY: "MB/s", TCP_LATENCY: "us", TCP_BANDWIDTH: "MB/s", SHM_LATENCY: "us"}
+NET_LATENCY = "net-latency"
+NET_BANDWIDTH = "net-bandwidth"
+KINDS = (MEMCPY_CACHE, MEMCPY_MEMORY, TCP_LATENCY, TCP_BANDWIDTH, SHM_LATENCY, NET_LATENCY, NET_BANDWIDTH)
+UNITS = {MEMCPY_CACHE: "MB/s", MEMCPY_MEMORY: "MB/s", TCP_LATENCY: "us", TCP_BANDWIDTH: "MB/s", SHM_LATENCY: "us",
+         NET_LATENCY: "us", NET_BANDWIDTH: "MB/s"}
 
 #: A bandwidth this much above the in-cache memcpy figure of its size is above the bound: a copy measured on a
 #: noisy machine varies by this much between launches, so a figure within it is not called impossible.
@@ -102,7 +108,7 @@ class MachineBounds:
     kernel: str
     figures: tuple[BoundFigure, ...] = ()
     sources: tuple[BoundSource, ...] = ()
-    network: str = "not measured"  # inter-node link under Slurm: what was measured, or that it was not
+    network: str = "not measured"  # the inter-node link (net-* kinds) measured under a batch launcher, or not
 
     # -- look-ups ---------------------------------------------------------------------------------------
 
@@ -128,6 +134,23 @@ class MachineBounds:
         """The bandwidth (MB/s) of an MPI over TCP loopback at `size` bytes."""
         return self.figure_at(TCP_BANDWIDTH, size)
 
+    def net_latency_us(self, size: int) -> float | None:
+        """The latency (us) between two nodes (one rank each, MPI over TCP) at `size` bytes."""
+        return self.figure_at(NET_LATENCY, size)
+
+    def net_bandwidth_mbs(self, size: int) -> float | None:
+        """The bandwidth (MB/s) between two nodes (one rank each, MPI over TCP) at `size` bytes."""
+        return self.figure_at(NET_BANDWIDTH, size)
+
+    def tcp_bound(self, metric: str, size: int, nodes: int = 1) -> float | None:
+        """TCP's figure a row of `metric` ("latency", else bandwidth) on `nodes` nodes is compared with: between
+        nodes the network's where it was measured, else (and on one node) the loopback's."""
+        if metric == "latency":
+            between = self.net_latency_us(size) if nodes > 1 else None
+            return between if between is not None else self.tcp_latency_us(size)
+        between = self.net_bandwidth_mbs(size) if nodes > 1 else None
+        return between if between is not None else self.tcp_bandwidth_mbs(size)
+
     def shm_latency_us(self, mpi: str | None = None) -> float | None:
         """The shared-memory floor: the host MPI's native 1-byte latency (us), of the family `mpi` when given,
         else the lowest of the families measured."""
@@ -149,29 +172,30 @@ class MachineBounds:
         best = max(bound * (1 + MEMCPY_TOLERANCE), self.figure_at(MEMCPY_CACHE, size, which="high") or 0.0)
         return mbs > best * copies
 
-    def tcp_margin(self) -> float:
+    def tcp_margin(self, nodes: int = 1) -> float:
         """The relative margin around TCP's figures within which a figure counts as "on TCP's side": a quarter
-        of the measured gap between the shared-memory floor and TCP's 1-byte latency (on a log scale), at most
-        MAX_TCP_MARGIN, so that a margin never reaches halfway to the shared-memory side. MAX_TCP_MARGIN when
-        either was not measured."""
-        shm, tcp = self.shm_latency_us(), self.tcp_latency_us(1)
+        of the measured gap between the shared-memory floor and TCP's 1-byte latency (on a log scale; between
+        `nodes` > 1, the network's where measured), at most MAX_TCP_MARGIN, so that a margin never reaches
+        halfway to the shared-memory side. MAX_TCP_MARGIN when either was not measured."""
+        shm, tcp = self.shm_latency_us(), self.tcp_bound("latency", 1, nodes)
         if not shm or not tcp or tcp <= shm:
             return MAX_TCP_MARGIN
         return min(MAX_TCP_MARGIN, math.exp(math.log(tcp / shm) / 4) - 1)
 
-    def tcp_side(self, metric: str, size: int, figure: float, directions: int = 1) -> bool | None:
+    def tcp_side(self, metric: str, size: int, figure: float, directions: int = 1, nodes: int = 1) -> bool | None:
         """Whether `figure` for `metric` at `size` bytes is on TCP's side: a "latency" (us) no better than TCP
         loopback's less the margin, a "bandwidth" (MB/s) no better than TCP's plus the margin. `directions`: 2
         for a bi-directional bandwidth (bibw moves both ways at once: TCP's one-way figure doubled is its
-        counterpart; metric "bi-bandwidth" says the same). None when TCP was not measured for that metric, or
-        for another metric (no claim either way)."""
-        margin = self.tcp_margin()
+        counterpart; metric "bi-bandwidth" says the same). `nodes` > 1: a row between nodes, compared with the
+        network's TCP figures where they were measured (tcp_bound). None when TCP was not measured for that
+        metric, or for another metric (no claim either way)."""
+        margin = self.tcp_margin(nodes)
         if metric == "latency":
-            tcp = self.tcp_latency_us(size)
+            tcp = self.tcp_bound("latency", size, nodes)
             return None if tcp is None else figure >= tcp * (1 - margin)
         if metric not in ("bandwidth", "bi-bandwidth"):
             return None
-        tcp = self.tcp_bandwidth_mbs(size)
+        tcp = self.tcp_bound("bandwidth", size, nodes)
         if tcp is None:
             return None
         directions = 2 if metric == "bi-bandwidth" else directions
@@ -186,7 +210,9 @@ class MachineBounds:
     def describe(self) -> str:
         """One line naming the machine and the MPI libraries the bounds were measured with."""
         versions = "; ".join(f"{mpi}: {version}" for mpi, version in sorted(self.mpi_versions().items()))
-        return f"{self.host} ({self.cpu_model}, Linux {self.kernel})" + (f", {versions}" if versions else "")
+        # a batch system's node is known by its name only (its CPU and kernel are not asked)
+        what = ", ".join(part for part in (self.cpu_model, f"Linux {self.kernel}" if self.kernel else "") if part)
+        return self.host + (f" ({what})" if what else "") + (f", {versions}" if versions else "")
 
     def failures(self) -> tuple[BoundSource, ...]:
         """The kinds whose measurement timed out or failed."""
@@ -233,6 +259,7 @@ def load_bounds(store: "Engine | SqliteStore", campaign_id: int, host: str | Non
     return bounds_from(host, (BoundFigure(**f) for f in figures), (BoundSource(**s) for s in sources))
 
 
-__all__ = ["KINDS", "MAX_TCP_MARGIN", "MEMCPY_CACHE", "MEMCPY_MEMORY", "MEMCPY_TOLERANCE", "SHM_LATENCY",
+__all__ = ["KINDS", "MAX_TCP_MARGIN", "MEMCPY_CACHE", "MEMCPY_MEMORY", "MEMCPY_TOLERANCE", "NET_BANDWIDTH",
+           "NET_LATENCY", "SHM_LATENCY",
            "TCP_BANDWIDTH", "TCP_LATENCY", "UNITS", "BoundFigure", "BoundSource", "MachineBounds", "bounds_from",
            "load_bounds"]

@@ -51,6 +51,9 @@ def bounds_table():
 
 #: the fields of one stored figure (BoundFigure's, less kind and mpi: they are the row's)
 FIGURE_FIELDS = ("size", "value", "low", "high", "launches")
+#: how an inter-node bound's message begins: the link it measured ("link: TCP between node1 and node2 ..."),
+#: then, after "; ", what else happened; the host record's `network` is read from it
+LINK_PREFIX = "link: "
 #: a row's provenance fields (BoundSource's)
 SOURCE_FIELDS = ("kind", "mpi", "host", "command", "library_version", "measured_at", "launches", "status", "message")
 
@@ -108,7 +111,9 @@ def read_bounds(store, campaign_id: int, host: str | None = None) -> tuple[dict,
     if not newest:
         return None
     last = max(newest.values(), key=lambda row: row["id"])
-    machine = {"host": host, "cpu_model": last["cpu_model"] or "", "kernel": last["kernel"] or ""}
+    links = sorted({link_of(row["message"]) for row in newest.values() if row["status"] == "ok"} - {""})
+    machine = {"host": host, "cpu_model": last["cpu_model"] or "", "kernel": last["kernel"] or "",
+               "network": "; ".join(links) or "not measured"}
     figures, sources = [], []
     for row in newest.values():
         stored = row["figures"]  # SQLite gives JSON text, PostgreSQL's driver the list
@@ -118,6 +123,13 @@ def read_bounds(store, campaign_id: int, host: str | None = None) -> tuple[dict,
         sources.append({**{key: (row[key] if row[key] is not None else "") for key in SOURCE_FIELDS},
                         "measured_at": datetime.fromisoformat(when) if isinstance(when, str) else when})
     return machine, figures, sources
+
+
+def link_of(message: str | None) -> str:
+    """The link an inter-node bound's message names ("" for any other message)."""
+    if not message or not message.startswith(LINK_PREFIX):
+        return ""
+    return message[len(LINK_PREFIX):].split("; ", 1)[0]
 
 
 def bound_hosts(store, campaign_id: int) -> list[str]:
@@ -148,7 +160,9 @@ def copy_recent(engine: "Engine", campaign_id: int, host: str, since: datetime,
             if key not in skip and key not in newest:
                 copy = dict(row._mapping)
                 del copy["id"]
-                copy["message"] = f"measured for campaign {copy['campaign_id']}"
+                link = link_of(copy["message"])  # an inter-node bound keeps the link it measured
+                copy["message"] = (f"{LINK_PREFIX}{link}; " if link else "") + \
+                    f"measured for campaign {copy['campaign_id']}"
                 copy["campaign_id"] = campaign_id
                 newest[key] = copy
         if newest:

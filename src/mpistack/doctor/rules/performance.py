@@ -108,7 +108,7 @@ def _tcp_class_rows(rule, perf: Performance, metrics: tuple[str, ...]):
         if path not in (None, TCP):
             continue  # its MPI said it used shared memory or a fabric there: the loss is not TCP's doing
         bounds = perf.bounds_of(key)
-        judged = {size: bounds.tcp_side(key.metric, size, comparison.median_candidate)
+        judged = {size: bounds.tcp_side(key.metric, size, comparison.median_candidate, nodes=key.nodes or 1)
                   for size, comparison in slower.items() if size is not None} if bounds else {}
         on_tcp = [size for size, side in judged.items() if side]
         if path is None and not on_tcp:
@@ -120,8 +120,10 @@ def _tcp_class_rows(rule, perf: Performance, metrics: tuple[str, ...]):
                     "baseline": _figure(worst.median_baseline, key.metric), "at": format_size(worst.size),
                     "ratio": round(worst.ratio, 3), "recorded_path": f"{path} ({via})" if path else "not recorded"}
         if bounds:
-            tcp = (bounds.tcp_latency_us if key.metric == "latency" else bounds.tcp_bandwidth_mbs)(worst.size)
+            tcp = bounds.tcp_bound(key.metric, worst.size, key.nodes or 1)  # between nodes: the network's
             evidence["tcp_bound"] = _figure(tcp, key.metric) if tcp else "not measured"
+            if not one_node and bounds.net_latency_us(1) is not None:
+                evidence["network"] = bounds.network
             evidence["bounds_measured_on"] = _machine(bounds)
         disagree = bool(judged) and not on_tcp
         what = "latency" if key.metric == "latency" else "bandwidth"
