@@ -86,11 +86,11 @@ def print_bounds(bounds, where: str) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..report.bounds import HEADERS, bounds_rows, floor_line, source_lines
+    from ..report.bounds import bounds_rows, floor_line, headers, source_lines
 
     out.print(Text.assemble(("mpistack doctor --bounds", "bold"), f": {where}: {bounds.describe()}"),
               highlight=False)
-    table = Table(*HEADERS, box=None, pad_edge=False)
+    table = Table(*headers(bounds), box=None, pad_edge=False)
     for column in table.columns[1:]:
         column.justify = "right"
     for row in bounds_rows(bounds):
@@ -118,9 +118,15 @@ def show_section(store, campaign_id: int, benchmark: str, sizes: list[int]) -> s
         for size in sizes:
             lines.append(f"    {format_size(size):>8}: memcpy {number(bounds.memcpy_mbs(size, 'cache'))} MB/s in "
                          f"cache, {number(bounds.memcpy_mbs(size, 'memory'))} from memory; TCP "
-                         f"{number(bounds.tcp_bandwidth_mbs(size))} MB/s")
+                         f"{number(bounds.tcp_bandwidth_mbs(size))} MB/s"
+                         + (f", between nodes {number(bounds.net_bandwidth_mbs(size))}"
+                            if bounds.net_bandwidth_mbs(size) is not None else ""))
     else:
         lines.append(f"    shared-memory floor {number(bounds.shm_latency_us())} us")
         for size in sizes:
-            lines.append(f"    {format_size(size):>8}: TCP latency {number(bounds.tcp_latency_us(size))} us")
+            lines.append(f"    {format_size(size):>8}: TCP latency {number(bounds.tcp_latency_us(size))} us"
+                         + (f", between nodes {number(bounds.net_latency_us(size))}"
+                            if bounds.net_latency_us(size) is not None else ""))
+    if bounds.net_latency_us(1) is not None:
+        lines.append(f"    network: {bounds.network}")
     return "\n".join(lines) + "\n"

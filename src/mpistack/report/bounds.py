@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..analysis.bounds import (MEMCPY_CACHE, MEMCPY_MEMORY, SHM_LATENCY, TCP_BANDWIDTH, TCP_LATENCY, MachineBounds)
+from ..analysis.bounds import (MEMCPY_CACHE, MEMCPY_MEMORY, NET_BANDWIDTH, NET_LATENCY, SHM_LATENCY, TCP_BANDWIDTH,
+                               TCP_LATENCY, MachineBounds)
 from ..analysis.classes import format_size
 
 #: what a figure above the in-cache memcpy bound is called, wherever it is shown
@@ -15,8 +16,20 @@ COPIES = {"bw": 1, "bibw": 2}
 #: the benchmarks whose latency is bounded by the shared-memory floor and TCP's latency (point-to-point)
 LATENCY_BENCHMARKS = frozenset({"latency"})
 HEADERS = ["size", "memcpy in cache (MB/s)", "memcpy from memory (MB/s)", "TCP latency (us)", "TCP bandwidth (MB/s)"]
+#: the columns of the network between two nodes, where a batch campaign measured it
+NET_HEADERS = ["network latency (us)", "network bandwidth (MB/s)"]
 NAMES = {MEMCPY_CACHE: "memcpy in cache", MEMCPY_MEMORY: "memcpy from memory", TCP_LATENCY: "TCP latency",
-         TCP_BANDWIDTH: "TCP bandwidth", SHM_LATENCY: "shared-memory 1-byte latency"}
+         TCP_BANDWIDTH: "TCP bandwidth", SHM_LATENCY: "shared-memory 1-byte latency",
+         NET_LATENCY: "network latency between nodes", NET_BANDWIDTH: "network bandwidth between nodes"}
+
+
+def headers(machine: MachineBounds) -> list[str]:
+    """bounds_rows' columns: HEADERS, and NET_HEADERS where the network between nodes was measured."""
+    return HEADERS + (NET_HEADERS if _networked(machine) else [])
+
+
+def _networked(machine: MachineBounds) -> bool:
+    return bool(machine.of(NET_LATENCY) or machine.of(NET_BANDWIDTH))
 
 
 def number(value: float | None) -> str:
@@ -31,9 +44,11 @@ def measured_sizes(machine: MachineBounds) -> list[int]:
 
 
 def bounds_rows(machine: MachineBounds, sizes: list[int] | None = None) -> list[list[str]]:
-    """One row per size (default: the sizes measured): HEADERS' columns as text."""
+    """One row per size (default: the sizes measured): headers(machine)'s columns as text."""
+    networked = _networked(machine)
     return [[format_size(size), number(machine.memcpy_mbs(size, "cache")), number(machine.memcpy_mbs(size, "memory")),
              number(machine.tcp_latency_us(size)), number(machine.tcp_bandwidth_mbs(size))]
+            + ([number(machine.net_latency_us(size)), number(machine.net_bandwidth_mbs(size))] if networked else [])
             for size in (sizes if sizes is not None else measured_sizes(machine))]
 
 
@@ -118,5 +133,5 @@ def bounds_view(report) -> BoundsView | None:
         return None
     sizes = sorted({size for group in report.groups for series in [*group.baselines, *group.candidates]
                     for size in series.median if size})
-    return BoundsView(machine.describe(), HEADERS, bounds_rows(machine, sizes or None), floor_line(machine),
+    return BoundsView(machine.describe(), headers(machine), bounds_rows(machine, sizes or None), floor_line(machine),
                       source_lines(machine), machine.network, above_bound_figures(report))
