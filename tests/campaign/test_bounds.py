@@ -58,7 +58,8 @@ def test_a_campaign_measures_stores_and_reads_its_bounds(tmp_path, monkeypatch):
     assert "btl tcp,self" in tcp.command and tcp.mpi == "openmpi"
     # what the machine must obey whatever its load: memory below cache, shared memory before TCP
     assert machine.memcpy_mbs(4096, "memory") < machine.memcpy_mbs(4096, "cache")
-    assert machine.shm_latency_us() < machine.tcp_latency_us(1)
+    # (the fastest launches: a busy-polling ping-pong's median on a loaded 2-core machine is the scheduler's)
+    assert machine.figure_at("shm-latency", 1, which="low") < machine.figure_at("tcp-latency", 1, which="low")
     assert machine.tcp_bandwidth_mbs(4096) < machine.memcpy_mbs(4096, "cache")
     assert machine.describe().startswith(machine.host)
 
