@@ -198,3 +198,21 @@ def test_a_second_runner_of_a_campaign_is_refused(tmp_path):
     with sqlite3.connect(tmp_path / "r.db") as connection:
         assert connection.execute("SELECT count(*) FROM runs").fetchone() == (0,)  # the slow case was interrupted
         assert connection.execute("SELECT count(*) FROM campaign_locks").fetchone() == (0,)  # released
+
+
+def test_a_failed_case_keeps_the_error_its_library_printed_on_stdout():
+    """UCX logs to stdout: "The TLs list is empty" is there, while MPICH's abort on stderr says only "No such
+    element". The failure's message carries both, so that the doctor's signature bank can name the cause."""
+    from mpistack.doctor.signatures import match
+
+    stdout = ("[1795705912.782819] [vm:10891:0]     ucp_context.c:1102 UCX  ERROR The TLs list is empty. Please "
+              "specify the transports you would like to allow/forbid or omit the UCX_TLS so that the default will "
+              "be used.\n# OSU MPI Latency Test\n")
+    stderr = ("Abort(337235599): Fatal error in internal_Init: Other MPI error, error stack:\n"
+              "MPIDI_UCX_init_local(252):  ucx function returned with failed status(ucx_init.c 252 "
+              "MPIDI_UCX_init_local No such element)\n")
+    outcome = stages.classify(execution(exit_code=1, stdout=stdout, stderr=stderr), stages.Parsed([]), 60, ranks=2)
+    assert outcome.status is RunStatus.FAILED
+    assert outcome.message.startswith("exit status 1: Abort(337235599)")
+    assert "UCX  ERROR The TLs list is empty" in outcome.message and "# OSU" not in outcome.message
+    assert "ucx-tls-empty" in {hit.signature.id for hit in match(outcome.message)}

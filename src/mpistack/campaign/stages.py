@@ -14,6 +14,7 @@ the retry budget for infrastructure failures; a batch launcher (campaign/batch.p
 from __future__ import annotations
 
 import hashlib
+import re
 import shlex
 import socket
 from dataclasses import dataclass, field
@@ -127,6 +128,17 @@ def _case_file(path: Path | None) -> str | None:
         return None
 
 
+#: lines of a failed case's standard output that carry a library's complaint (UCX logs its errors there)
+_STDOUT_ERROR = re.compile(r"\b(ERROR|FATAL|Error|error:)")
+
+
+def stdout_errors(stdout: str, limit: int = 5) -> str:
+    """The first `limit` lines of a failed case's standard output that say an error: UCX writes "UCX ERROR The
+    TLs list is empty" to stdout, while MPICH's abort on stderr says only "No such element"."""
+    lines = [line.strip()[:300] for line in stdout.splitlines() if _STDOUT_ERROR.search(line)]
+    return "\n".join(lines[:limit])
+
+
 def classify(execution: Execution, parsed: Parsed, timeout: float, ranks: int | None = None) -> Outcome:
     """The case's status. `ranks`: the job size the case asked for; a benchmark that reports another size
     (an MPI started by srun with the wrong --mpi runs every rank as a singleton) failed."""
@@ -137,8 +149,9 @@ def classify(execution: Execution, parsed: Parsed, timeout: float, ranks: int | 
         failed_validation = any(run.status is RunStatus.VALIDATION_FAILED for run in parsed.runs)
         status = RunStatus.VALIDATION_FAILED if failed_validation else RunStatus.FAILED
         reason = first_reason(execution.stderr)
+        said = stdout_errors(execution.stdout)
         return Outcome(status, f"exit status {execution.exit_code}" + (f": {reason}" if reason else "")
-                       + (f"\n{tail}" if tail else ""))
+                       + (f"\n{tail}" if tail else "") + (f"\n{said}" if said else ""))
     if not parsed.runs:
         return Outcome(RunStatus.FAILED, parsed.problem or "no benchmark output")
     sizes = sorted({run.provenance.ranks for run in parsed.runs if run.provenance.ranks})
