@@ -84,8 +84,9 @@ def test_a_slurm_campaign_measures_the_nodes_and_the_network_between_them(slurm_
     words = shlex.split(net.command)
     assert "OMPI_MCA_btl=tcp,self" in words and "--nodes=2" in words and "--ntasks-per-node=1" in words
     assert net.library_version.startswith("Open MPI")
-    # what holds whatever the load: shared memory before any TCP, a copy in cache above the network
-    assert machine.shm_latency_us("mpich") < machine.net_latency_us(1)
+    # what holds whatever the load (the fastest launches: a loaded machine's medians are its scheduler's):
+    # shared memory before any TCP, a copy in cache above the network
+    assert machine.figure_at("shm-latency", 1, "mpich", "low") < machine.figure_at("net-latency", 1, which="low")
     assert machine.net_bandwidth_mbs(1024) < machine.memcpy_mbs(1024, "cache")
     # the other node has the network's figures too
     other = load_bounds(database, campaign, "node2" if machine.host == "node1" else "node1")
