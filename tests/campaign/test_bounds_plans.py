@@ -5,12 +5,16 @@ measures them on the demo cluster)."""
 
 from __future__ import annotations
 
+import io
 import shlex
 from pathlib import Path
 
+from rich.console import Console
+
 from mpistack.campaign import bounds
+from mpistack.campaign.matrix import expand, resolve_stacks
 from mpistack.registry import LAUNCHERS
-from mpistack.spec.campaign import Placement
+from mpistack.spec.campaign import Placement, load_campaign_text
 from mpistack.store import open_database
 from mpistack.store.bounds import read_bounds, write_bounds
 from mpistack.store.campaigns import start_campaign
@@ -92,3 +96,24 @@ def test_measurements_are_stored_under_their_nodes_and_the_link_is_the_networks(
     other = start_campaign(database, "d", {})
     write_bounds(database, other, {"host": "vm"}, [measurement("tcp-latency", ["vm"]).record()])
     assert read_bounds(database, other)[0]["network"] == "not measured"
+
+
+def test_the_campaigns_slurm_table_reaches_sruns_allocation(monkeypatch, tmp_path):
+    """srun outside a job reads SLURM_PARTITION, SLURM_ACCOUNT, ... for the allocation it makes; measuring the
+    bounds sets them from the campaign's [slurm] table."""
+    monkeypatch.setenv("MPISTACK_SLURM_DEFAULTS", str(tmp_path / "none.toml"))
+    campaign = load_campaign_text('name = "c"\nlauncher = "slurm"\napproaches = ["native"]\n[slurm]\n'
+                                  'partition = "debug"\naccount = "proj-1"\n[[stack]]\nname = "host-mpich"\n'
+                                  'host = "mpich"\n[[benchmark]]\nname = "latency"\n')
+    seen = []
+    monkeypatch.setattr(bounds, "measure_plans", lambda plans, *a, **k: seen.extend(plans) or [])
+    monkeypatch.setenv(bounds.SWITCH, "on")
+    database = open_database(str(tmp_path / "r.db"))
+    bounds.measure_for_campaign(campaign, start_campaign(database, "c", {}), expand(campaign, resolve_stacks(campaign)),
+                                database, Console(file=io.StringIO()))
+    assert seen and all(plan.env["SLURM_PARTITION"] == "debug" and plan.env["SLURM_ACCOUNT"] == "proj-1"
+                        for plan in seen)
+    # the command as stored gives the same environment to a shell
+    monkeypatch.setattr(bounds, "_launch", lambda argv, timeout, env: (_ for _ in ()).throw(OSError("no srun")))
+    [measured] = bounds._measure({"net-latency": "latency"}, "openmpi", ["srun", "x"], 1, 1.0, seen[0].env)
+    assert "SLURM_ACCOUNT=proj-1" in shlex.split(measured.command)

@@ -367,7 +367,10 @@ def _measure_on_nodes(campaign: Campaign, campaign_id: int, runnable: list[Case]
     for host in bound_hosts(database, campaign_id):
         skip |= measured(database, campaign_id, host)
     scheduler = launcher.open(campaign, None)
+    # srun from here makes an allocation of its own: it needs the campaign's account, partition, ... too
+    allocation = getattr(scheduler, "allocation_env", dict)()
     step_env = getattr(scheduler, "step_env", lambda mpi: {})
+    step_env = (lambda mpi, of=step_env: {**allocation, **of(mpi)})
     inter_node = any((case.placement.nodes or 1) > 1 for case in runnable)
     plans = batch_plans(launcher.starter, step_env, mpis, campaign_sizes(campaign.benchmark_options), inter_node)
     started = time.monotonic()

@@ -168,6 +168,13 @@ class SlurmLauncher:
     def step_env(self, mpi: str) -> dict[str, str]:
         return step_env(mpi)
 
+    def allocation_env(self) -> dict[str, str]:
+        """The table's account, partition, reservation, qos and constraint as the variables an srun outside a
+        job reads for the allocation it makes (srun(1), INPUT ENVIRONMENT VARIABLES): what a launch from the
+        submit host (the machine bounds) needs where the cluster asks for them."""
+        return {f"SLURM_{key.upper()}": value for key in ("account", "partition", "reservation", "qos", "constraint")
+                if (value := getattr(self.table, key))}
+
     def unsupported(self, argv: list[str]) -> str | None:
         """The case's `srun --mpi=X` when this cluster's srun does not offer X (srun --mpi=list)."""
         if self._offered is None:
