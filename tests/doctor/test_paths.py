@@ -351,3 +351,44 @@ def test_a_tcp_cause_seen_in_two_benchmarks_is_said_once_with_the_worst_figure(t
         "TCP-class latency on one node: 3.69 us at 1 B (recorded: tcp)"}, [f.title for f in found]
     assert "latency" in found[0].subject and "allreduce" in found[1].subject  # the worst row first
     assert len([group for (cell, rule, _, _), group in by_cause(found).items() if rule == "tcp-class-latency"]) == 1
+
+
+def test_an_unexplained_faster_row_is_not_judged_when_the_a_a_control_is_not_at_speed(tmp_path):
+    """A container twice as fast as the host's MPICH with nothing in either side's records to explain it: a
+    warning on a machine whose A/A control is Y, but on one whose control could not tell the host's MPICH from
+    itself the doctor says it did not judge it (ok), instead of sending the user after a cause."""
+    from mpistack.doctor.model import exit_status as status_of
+    from mpistack.parsers.model import ParsedRow, ParsedRun
+    from mpistack.spec.provenance import Provenance
+
+    host_tags = {"mpi": "mpich", "origin": "host"}
+    no_record = {"mpi": "mpich", "layer": "ucx"}  # no single copy, no eager limit recorded
+    fast = rows("pip-mpich", "container", (0.15, 0.16, 0.3, 0.6, 3.0, 40.0), (8000.0, 24000.0, 40000.0, 18000.0),
+                MPICH, no_record)
+    host = rows("host-mpich", "native", (0.33, 0.35, 0.6, 1.2, 6.0, 80.0), (4000.0, 12000.0, 20000.0, 9000.0),
+                host_tags, no_record, mpi_library_version="MPICH Version:\t4.0.2")
+
+    def control(spread: float):
+        """The host's MPICH against itself, its launches `spread` apart (a wide spread: a noisy machine)."""
+        out = []
+        for launch in range(6):
+            factor = 1 + spread * (launch % 3 - 1) * (1 if launch % 2 else 3)
+            run = ParsedRun("latency", "OSU MPI latency", {"latency": "us"},
+                            [ParsedRow(size, {"latency": value * factor}) for size, value in
+                             zip(LATENCY_SIZES, (0.33, 0.35, 0.6, 1.2, 6.0, 80.0))])
+            out.append((run, Provenance(stack="host-mpich", approach="native", ranks=2, nodes=1,
+                                        transport=no_record),
+                        {**host_tags, "variant": "a-a", "control": "a-a"}, None, None))
+        return out
+
+    def faster_findings(spread):
+        engine = open_database(str(tmp_path / f"r{spread}.db"))
+        found = [f for f in diagnosed(engine, store_runs(engine, *host, *fast, *control(spread)))
+                 if f.rule == "faster-than-native"]
+        return found, status_of(found)
+
+    quiet, _ = faster_findings(0.0)
+    assert [f.verdict for f in quiet] == ["warning"] and "unexplained" in quiet[0].title
+    noisy, status = faster_findings(0.6)
+    assert [f.verdict for f in noisy] == ["ok"] and "not judged (the A/A control was ?)" in noisy[0].title
+    assert status == 0

@@ -400,6 +400,14 @@ def _builds_differ(perf: Performance, item) -> bool:
     return own is not None and not _faster_units(own) & _faster_units(item)
 
 
+def _noisy_control(perf: Performance, key) -> str | None:
+    """The class of the campaign's A/A control against the system MPI when it is not Y (the row's benchmark's
+    first), else None: no control, or one at speed."""
+    controls = [a for a in perf.answers if a.control and a.baseline == SYSTEM and a.key.scope == key.scope]
+    controls.sort(key=lambda a: a.key.benchmark != key.benchmark)
+    return controls[0].label if controls and controls[0].label != "Y" else None
+
+
 def _explain(perf: Performance, item) -> tuple[int, str, dict]:
     """Why a candidate beats its baseline: (strength, the sentence, evidence)."""
     strength, sentence, evidence = _single_copy_or_cache(perf, item)
@@ -508,6 +516,18 @@ def faster_than_native(rule, perf: Performance):
             by_cell.setdefault(_cell(item.key), []).append((*_explain(perf, item), item))
     for cell, explained in by_cell.items():
         strength, sentence, evidence, item = min(explained, key=lambda entry: entry[0])
+        noisy = _noisy_control(perf, item.key) if strength == UNEXPLAINED else None
+        if noisy:
+            # a machine that cannot tell two identical configurations apart makes an unexplained effect no
+            # evidence of a cause: said, and not raised as a warning
+            yield rule.finding(
+                "ok", f"faster at {evidence['faster_at']}: not judged (the A/A control was {noisy})",
+                f"{_label(item.key)} beats {evidence['against']} in {item.key.benchmark}, but this campaign's A/A "
+                f"control was {noisy}, not Y: the machine could not tell two identical configurations apart, so an "
+                "effect that neither side's transport explains may be its noise.",
+                "Rerun on a quieter machine (the A/A control Y) before looking for a cause.",
+                subject=_subject(item.key), cell=cell, cause="faster", anomaly="not judged", **evidence)
+            continue
         others = [f"{other.key.benchmark} against {_label(other.baseline_row)}: {_TITLES[kind]}"
                   for kind, _, _, other in explained if other is not item]
         anomaly = "baseline" if strength in (CONFIRMED, SUSPECTED) else \
