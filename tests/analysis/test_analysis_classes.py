@@ -182,6 +182,15 @@ def test_one_slow_size_among_fast_ones_is_not_averaged_away():
     assert result.slow[0].regime == "large"
 
 
+def test_too_few_launches_with_a_wide_spread_quote_the_minimum_not_a_forecast():
+    """Three launches a side, spread wide: the interval arithmetic would forecast hundreds of launches, which from
+    so few is mostly their spread; the cause names the rule's minimum instead."""
+    sizes = row({}, default=(Verdict.INCONCLUSIVE, 1.0), n=3, needed=937, too_few=True)
+    result = classify(sizes)
+    assert result.label == "?" and result.launches_needed == 937
+    assert result.reason == "too few launches (as few as 3 on a side; a verdict needs at least 6, more at this spread)"
+
+
 def test_too_few_launches_everywhere():
     result = classify(row({}, default=(Verdict.INCONCLUSIVE, 1.0), n=3, needed=6, too_few=True))
     assert result.label == "?"

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Collection, Hashable, Iterable, Literal, Mapping, Sequence
 
-from .statistics import SizeComparison, Verdict, replication_probability
+from .statistics import MIN_LAUNCHES, SizeComparison, Verdict, replication_probability
 
 __all__ = [
     "LABELS",
@@ -272,7 +272,10 @@ def classify(
     needed = _launches_to_settle(list(open_units.values()))
     if all(c.too_few_launches for c in open_units.values()) and not busy:
         fewest = min(min(c.n_candidate, c.n_baseline) for c in open_units.values())
-        cause = f"too few launches (as few as {fewest} on a side" + (f"; a verdict needs {needed})" if needed else ")")
+        # a forecast from so few launches is mostly their spread: beyond the rule's minimum it is not quoted
+        need = ("" if not needed else f"; a verdict needs {needed})" if needed <= MIN_LAUNCHES else
+                f"; a verdict needs at least {MIN_LAUNCHES}, more at this spread)")
+        cause = f"too few launches (as few as {fewest} on a side" + (need or ")")
         return RowClass("?", [], cause + faster_note + notes, launches_needed=needed, cause=cause, **common)
     if busy:
         tail = busy
