@@ -202,9 +202,11 @@ def _committed(transaction, files: int, before: IngestReport) -> bool:
 
 
 def _stored_already(database: Engine, digest: str) -> bool:
-    """Whether content of this digest is stored (read without the write lock; checked again under it)."""
+    """Whether content of this digest is stored (read without the write lock; checked again under it). No
+    content lock either: the ingest's own open transaction may hold it (the same file given twice), and this
+    second connection would wait for it for ever."""
     with database.connect() as reading:
-        return bool(stored_content(reading, digest))
+        return bool(stored_content(reading, digest, lock=False))
 
 
 def parse_tags(pairs: Iterable[str]) -> dict[str, str]:

@@ -117,11 +117,12 @@ def write_runs(connection: Connection, runs: Iterable[ParsedRun], *, source: str
     return run_ids
 
 
-def stored_content(connection: Connection, content_sha256: str) -> list[int]:
+def stored_content(connection: Connection, content_sha256: str, lock: bool = True) -> list[int]:
     """The ids of the runs already stored from a file of this content (sha256), in order. On PostgreSQL it first
     takes a lock on the content until the transaction ends, so that two ingests of one file at once store it
-    once (SQLite: the caller's transaction holds the write lock already, see ingest)."""
-    if connection.dialect.name == "postgresql":
+    once (SQLite: the caller's transaction holds the write lock already, see ingest). `lock=False`: a look
+    without the lock, for a guess made outside the writing transaction (which may hold that very lock)."""
+    if lock and connection.dialect.name == "postgresql":
         key = int(content_sha256[:8], 16) - 2**31  # a signed 32-bit key from the hash
         connection.execute(text("SELECT pg_advisory_xact_lock(:kind, :key)"),
                            {"kind": _CONTENT_LOCK_CLASS, "key": key})
