@@ -212,3 +212,17 @@ def test_bind_without_a_host_library_is_refused():
                           images={"pip-mpich": "x"})
     with pytest.raises(Refused, match="the host has no mpich library to bind"):
         plan(case, resources, None, [], "l")
+
+
+def test_the_host_mpi_library_is_the_mpi_itself_not_the_first_library_it_needs():
+    """Open MPI's files list its dependencies beside libmpi.so.40, in the loader's order: the doctor's plan check
+    names the MPI library, not libpsm's."""
+    from mpistack.approaches import HostFacts
+
+    host = HostFacts(mpi_library_files={
+        "openmpi": (("/usr/lib/libpsm1/libpsm_infinipath.so.1.16", "libpsm_infinipath.so.1"),
+                    ("/usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4", "libmpi.so.40")),
+        "mpich": (("/usr/lib/x86_64-linux-gnu/libmpich.so.12.2.0", "libmpi.so.12"),)})
+    assert host.mpi_library("openmpi") == "/usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4"
+    assert host.mpi_library("mpich") == "/usr/lib/x86_64-linux-gnu/libmpich.so.12.2.0"
+    assert host.mpi_library("none") is None

@@ -67,6 +67,13 @@ class HostFacts:
         return cls(is_root=os.geteuid() == 0, mpi_library_files=files, plugin_dirs=plugin_dirs,
                    libfabric=probe_host_libfabric(), **extra)
 
+    def mpi_library(self, mpi: str) -> str | None:
+        """The host path of the MPI library itself among `mpi`'s files (libmpi.so.12 or libmpich.so.12 for MPICH,
+        libmpi.so.40 for Open MPI; the others are libraries it needs), None without one."""
+        files = self.mpi_library_files.get(mpi) or ()
+        main = [source for source, name in files if name.startswith(("libmpi.so", "libmpich.so"))]
+        return (main or [source for source, _ in files] or [None])[0]
+
     def plugin_dirs_of(self, mpi: str) -> tuple[str, ...]:
         """What the host's `mpi` loads at run time besides its libraries (UCX modules; Open MPI's components)."""
         return self.mpi_plugin_dirs.get(mpi, self.plugin_dirs)

@@ -163,8 +163,7 @@ def _plan(stack_name, approach, ranks, host_mpi, env):
     subject = PlanSubject(spec, approach, ranks=ranks, env=env)
     if host_mpi is not None:  # a view of another host: the library of that family, as bind would find it
         subject.host_mpi = host_mpi
-    files = HostFacts.probe().mpi_library_files.get(subject.bound_mpi)
-    subject.host_library = files[0][0] if files else None
+    subject.host_library = HostFacts.probe().mpi_library(subject.bound_mpi)
     # None without srun, or where it cannot answer (no slurm.conf reachable)
     offered = SlurmLauncher(SlurmEntry(), command_timeout=30).mpi_plugins()
     subject.srun_mpi_types = sorted(offered) if offered else None

@@ -180,8 +180,7 @@ def plan_findings(spec: dict, run: dict, env: dict[str, str]) -> list[Finding]:
     if entry is None or entry.host:
         return []
     subject = PlanSubject(resolve_stack(entry).spec, run["approach"], ranks=run.get("ranks") or 2, env=dict(env))
-    files = HostFacts.probe().mpi_library_files.get(subject.bound_mpi)
-    subject.host_library = files[0][0] if files else None
+    subject.host_library = HostFacts.probe().mpi_library(subject.bound_mpi)
     return diagnose("plan", subject)
 
 
