@@ -118,7 +118,7 @@ def _tcp_class_rows(rule, perf: Performance, metrics: tuple[str, ...]):
         where = "on one node" if one_node else "between nodes"
         evidence = {"slower_at": format_sizes(sizes), "figure": _figure(worst.median_candidate, key.metric),
                     "baseline": _figure(worst.median_baseline, key.metric), "at": format_size(worst.size),
-                    "ratio": round(worst.ratio, 3), "recorded_path": f"{path} ({via})" if path else "not recorded"}
+                    "ratio": float(f"{worst.ratio:.3g}"), "recorded_path": f"{path} ({via})" if path else "not recorded"}
         if bounds:
             tcp = bounds.tcp_bound(key.metric, worst.size, key.nodes or 1)  # between nodes: the network's
             evidence["tcp_bound"] = _figure(tcp, key.metric) if tcp else "not measured"
@@ -344,7 +344,7 @@ def no_binding(rule, perf: Performance):
             "core; srun --cpu-bind=cores).", subject=_subject(key), cell=_cell(key), setting=setting,
             slower_at=format_sizes(list(slower)), figure=_figure(worst.median_candidate, key.metric),
             baseline=_figure(worst.median_baseline, key.metric), at=format_size(worst.size),
-            ratio=round(worst.ratio, 3))
+            ratio=float(f"{worst.ratio:.3g}"))
 
 
 # -- faster than native ---------------------------------------------------------------------------------------
