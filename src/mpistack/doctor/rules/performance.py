@@ -532,8 +532,11 @@ def faster_than_native(rule, perf: Performance):
                   for kind, _, _, other in explained if other is not item]
         anomaly = "baseline" if strength in (CONFIRMED, SUSPECTED) else \
             "candidate" if strength == IN_CACHE else "none: the builds differ" if strength == STACK else "not known"
+        # explained by the builds, or by the baseline's own single copy as the campaign's switch-off experiment
+        # confirmed: nothing to fix in this configuration, an explanation (shown under its cell), not a warning
         yield rule.finding(
-            "ok" if strength == STACK else "warning", f"faster at {evidence['faster_at']}: {_TITLES[strength]}",
+            "ok" if strength in (STACK, CONFIRMED) else "warning",
+            f"faster at {evidence['faster_at']}: {_TITLES[strength]}",
             f"{_label(item.key)} beats {evidence['against']} in {item.key.benchmark}: {sentence}.",
             _FASTER_FIXES.get(strength, _FASTER_FIXES[UNEXPLAINED]),
             subject=_subject(item.key), cell=cell, cause="faster", anomaly=anomaly, **evidence,
