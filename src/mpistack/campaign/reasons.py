@@ -1,4 +1,5 @@
-"""Why a case failed, in one line a person reads: the first meaningful line of what it printed on stderr.
+"""Why a case failed, in one line a person reads: the first meaningful line of what it printed on stderr
+(and, for the doctor, the error lines a library printed on stdout).
 
 Launchers wrap the program's own complaint in noise: Hydra prefixes its proxies' lines with
 `[proxy:0:0@host]` and the function that reported (`HYDU_create_process (utils/launch/launch.c:73): `),
@@ -46,3 +47,14 @@ def first_reason(stderr: str) -> str | None:
     if text is None or len(text) <= REASON_LIMIT:
         return text
     return text[:REASON_LIMIT - 1] + "…"
+
+
+#: lines of a failed case's standard output that carry a library's complaint (UCX logs its errors there)
+_STDOUT_ERROR = re.compile(r"\b(ERROR|FATAL|Error|error:)")
+
+
+def stdout_errors(stdout: str, limit: int = 5) -> str:
+    """The first `limit` lines of a failed case's standard output that say an error: UCX writes "UCX ERROR The
+    TLs list is empty" to stdout, while MPICH's abort on stderr says only "No such element"."""
+    lines = [line.strip()[:300] for line in stdout.splitlines() if _STDOUT_ERROR.search(line)]
+    return "\n".join(lines[:limit])

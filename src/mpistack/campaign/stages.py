@@ -14,7 +14,6 @@ the retry budget for infrastructure failures; a batch launcher (campaign/batch.p
 from __future__ import annotations
 
 import hashlib
-import re
 import shlex
 import socket
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from ..spec.case import Case
 from ..spec.provenance import Provenance
 from ..spec.status import RunStatus
 from . import journal, probe
-from .reasons import first_reason
+from .reasons import first_reason, stdout_errors
 from .schedule import ScheduledCase
 
 # Exit codes of podman (125: engine error, 126: cannot invoke, 127: not found) and of a launcher that
@@ -126,17 +125,6 @@ def _case_file(path: Path | None) -> str | None:
         return read_regular_bytes(path).decode(errors="replace")
     except OSError:  # missing, a link, a FIFO: the case gave no output there
         return None
-
-
-#: lines of a failed case's standard output that carry a library's complaint (UCX logs its errors there)
-_STDOUT_ERROR = re.compile(r"\b(ERROR|FATAL|Error|error:)")
-
-
-def stdout_errors(stdout: str, limit: int = 5) -> str:
-    """The first `limit` lines of a failed case's standard output that say an error: UCX writes "UCX ERROR The
-    TLs list is empty" to stdout, while MPICH's abort on stderr says only "No such element"."""
-    lines = [line.strip()[:300] for line in stdout.splitlines() if _STDOUT_ERROR.search(line)]
-    return "\n".join(lines[:limit])
 
 
 def classify(execution: Execution, parsed: Parsed, timeout: float, ranks: int | None = None) -> Outcome:
