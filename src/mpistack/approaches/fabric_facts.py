@@ -100,15 +100,21 @@ def find_library(soname: str) -> str | None:
     return match.group(1) if match else None
 
 
-def fi_version(path: str) -> str | None:
-    """fi_version() of the library file: FI_VERSION(major, minor) = major << 16 | minor (fi_version(3))."""
+def call_version_function(path: str, name: str, restype):
+    """What the library file's version function `name` (no arguments) returns, or None where the file does not
+    load or has no such function."""
     try:
-        function = ctypes.CDLL(path).fi_version
+        function = getattr(ctypes.CDLL(path), name)
     except (OSError, AttributeError):
         return None
-    function.restype = ctypes.c_uint32
-    version = function()
-    return f"{version >> 16}.{version & 0xFFFF}"
+    function.restype = restype
+    return function()
+
+
+def fi_version(path: str) -> str | None:
+    """fi_version() of the library file: FI_VERSION(major, minor) = major << 16 | minor (fi_version(3))."""
+    version = call_version_function(path, "fi_version", ctypes.c_uint32)
+    return None if version is None else f"{version >> 16}.{version & 0xFFFF}"
 
 
 def host_libfabric(path: str) -> HostLibfabric:

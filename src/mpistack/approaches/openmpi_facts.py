@@ -17,7 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .fabric_facts import GLIBC, find_library, ldd_resolved
+from .fabric_facts import GLIBC, call_version_function, find_library, ldd_resolved
 
 OPEN_MPI_SONAME = "libmpi.so.40"
 PMIX_SONAME = "libpmix.so.2"
@@ -40,12 +40,8 @@ def _ompi_info(*args: str) -> str:
 
 def pmix_library_version(path: str) -> str | None:
     """PMIx_Get_version() of a libpmix file ("OpenPMIx 4.2.2rc2 (...)" -> "4.2.2")."""
-    try:
-        function = ctypes.CDLL(path).PMIx_Get_version
-    except (OSError, AttributeError):
-        return None
-    function.restype = ctypes.c_char_p
-    match = re.search(rb"(\d+\.\d+\.\d+)", function() or b"")
+    text = call_version_function(path, "PMIx_Get_version", ctypes.c_char_p)
+    match = re.search(rb"(\d+\.\d+\.\d+)", text or b"")
     return match.group(1).decode() if match else None
 
 
