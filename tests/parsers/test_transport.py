@@ -35,6 +35,10 @@ def parsed(name: str) -> dict[str, str]:
                                "eager_limit": "4096", "probe": "OMPI_MCA_pml_base_verbose=10"}),
     ("openmpi414-btl-tcp.txt", {"layer": "ob1", "transports": "tcp,self", "network": "tcp", "eager_limit": "65536"}),
     ("openmpi414-single-copy-none.txt", {"transports": "vader,self", "single_copy": "none"}),
+    # the cm PML over libfabric (OMPI_MCA_pml=cm, mtl=ofi, FI_PROVIDER=tcp): mtl_ofi_verbose names the provider;
+    # the "mtl:ofi:provider: eth0" line beside it names only its domain
+    ("openmpi414-mtl-ofi-tcp.txt", {"layer": "cm", "provider": "tcp;ofi_rxm", "network": "tcp",
+                                    "intra_via": "mtl ofi provider tcp;ofi_rxm"}),
     # Open MPI 5.0: the sm BTL and the smsc framework's choice
     ("openmpi508-native.txt", {"layer": "ob1", "transports": "sm,self", "single_copy": "cma", "network": "shm"}),
     # podman's default confinement: smsc selects cma, then each peer's attach is refused (no CAP_SYS_PTRACE)
@@ -46,6 +50,14 @@ def test_real_output_gives_the_transport_the_library_reported(name, expected):
     assert {key: found.get(key) for key in expected} == expected
     assert found["mpi"] == ("openmpi" if name.startswith("openmpi") else "mpich")
     assert set(found) <= set(KEYS)
+
+
+def test_the_mtl_domain_alone_says_ofi_was_used_but_not_over_what():
+    """Without mtl_ofi_verbose, Open MPI 4.1 names only the provider's domain: no network class is guessed."""
+    text = "\n".join(line for line in (DATA / "openmpi414-mtl-ofi-tcp.txt").read_text().splitlines()
+                     if "mtl:ofi:prov:" not in line)
+    found = parse_transport(text, "openmpi")
+    assert found["layer"] == "cm" and found["transports"] == "mtl ofi (domain eth0)" and "network" not in found
 
 
 def test_a_pml_that_cannot_be_selected_is_kept_as_a_note():

@@ -31,7 +31,7 @@ PROBE_VARIANT = "transport-probe"  # the variant name of a probe of plain cases 
 VERBOSE_ENV = {
     "mpich": {"UCX_LOG_LEVEL": "info", "MPIR_CVAR_DEBUG_SUMMARY": "1"},
     "openmpi": {"OMPI_MCA_pml_base_verbose": "10", "OMPI_MCA_btl_base_verbose": "10",
-                "OMPI_MCA_mtl_base_verbose": "10", "OMPI_MCA_smsc_base_verbose": "10",
+                "OMPI_MCA_mtl_base_verbose": "10", "OMPI_MCA_mtl_ofi_verbose": "1", "OMPI_MCA_smsc_base_verbose": "10",
                 "OMPI_MCA_mpi_show_mca_params": "all", "UCX_LOG_LEVEL": "info"},
 }
 _ERROR_WORDS = ("error", "abort", "fail", "denied", "not found", "refused", "cannot", "killed")

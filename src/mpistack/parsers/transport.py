@@ -7,7 +7,8 @@ The messages read here are the libraries' own, as printed on this kind of machin
 - MPICH (`MPIR_CVAR_DEBUG_SUMMARY=1`): `==== UCX netmod Capability ====` for ch4:ucx; for ch4:ofi the
   `libfabric provider: NAME - ...` line of its capability set and `MPIDI_OFI_DEFAULT_SHORT_SEND_SIZE`.
 - Open MPI (`OMPI_MCA_pml_base_verbose`, `OMPI_MCA_btl_base_verbose`, `OMPI_MCA_smsc_base_verbose`,
-  `OMPI_MCA_mpi_show_mca_params=all`): `select: component ob1 selected`, `mca: bml: Using vader btl for send
+  `OMPI_MCA_mtl_ofi_verbose`, `OMPI_MCA_mpi_show_mca_params=all`): `select: component ob1 selected`,
+  `mtl:ofi:prov: tcp;ofi_rxm` (the cm PML's provider), `mca: bml: Using vader btl for send
   to ...`, `mca_smsc_base_select: selected shared-memory single-copy component: cma` (5.x) or the
   `btl_vader_single_copy_mechanism=cma` parameter (4.x), and each BTL's `btl_X_eager_limit=N`.
 
@@ -42,7 +43,8 @@ _UCX_WARN = re.compile(r"UCX\s+(?:WARN|ERROR)\s+(.+)")
 _OFI_PROVIDER = re.compile(r"^libfabric provider:\s*(\S+)", re.MULTILINE)
 _OFI_SHORT_SEND = re.compile(r"^MPIDI_OFI_DEFAULT_SHORT_SEND_SIZE:\s*(\d+)", re.MULTILINE)
 _UCX_NETMOD = re.compile(r"^==== UCX netmod Capability ====", re.MULTILINE)
-_OMPI_PML = re.compile(r"select: component (\w+) selected")
+_OMPI_PML = re.compile(r"select: component (\w+) selected")  # the MTL under the cm PML prints this line too
+_OMPI_PML_CHOSEN = re.compile(r"selected (\w+) best priority")  # pml_base_select's choice among PMLs alone
 _OMPI_PML_UCX_FAILED = re.compile(r"PML (\w+) cannot be selected")
 _OMPI_BTL = re.compile(r"mca: bml: Using (\w+) btl for send to")
 #: the same line with the process's own node (its prefix) and the peer's, when Open MPI prints them
@@ -53,7 +55,10 @@ _OMPI_NO_SMSC = re.compile(r"no shared-memory single-copy component available")
 _OMPI_SMSC_REFUSED = re.compile(r"mca_smsc_cma_module_get_endpoint: can not proceed[^\n]*")
 _OMPI_VADER_COPY = re.compile(r"\bbtl_(?:vader|sm)_single_copy_mechanism=(\w+)")
 _OMPI_EAGER = re.compile(r"\bbtl_(\w+?)_eager_limit=(\d+)")
-_OMPI_MTL_PROVIDER = re.compile(r"mtl:ofi:provider:\s*(\S+)")
+# mtl_ofi_verbose >= 1 names the provider ("mtl:ofi:prov: tcp;ofi_rxm"); the "mtl:ofi:provider:" line that
+# mtl_base_verbose prints names the provider's domain in Open MPI 4.1 ("eth0"), so it says only that ofi was used
+_OMPI_MTL_PROVIDER = re.compile(r"mtl:ofi:prov:\s*(\S+)")
+_OMPI_MTL_DOMAIN = re.compile(r"mtl:ofi:provider:\s*(\S+)")
 _OMPI_CMA_DENIED = re.compile(r"CMA support is\s+not available[^.]*", re.IGNORECASE)
 
 #: single-copy mechanisms by the name UCX gives their transport or Open MPI its component
@@ -156,7 +161,7 @@ def _mpich(text: str, nolocal: bool) -> dict[str, str]:
 
 def _openmpi(text: str) -> dict[str, str]:
     found: dict[str, str] = {}
-    pmls = _unique(_OMPI_PML.findall(text))
+    pmls = _unique(_OMPI_PML_CHOSEN.findall(text)) or _unique(_OMPI_PML.findall(text))
     failed = _OMPI_PML_UCX_FAILED.search(text)
     if pmls:
         found.update(probe="OMPI_MCA_pml_base_verbose=10", layer=pmls[0])
@@ -182,6 +187,8 @@ def _openmpi(text: str) -> dict[str, str]:
         network = _provider_network(mtl.group(1))
         found.update(provider=mtl.group(1), network=network, intra=network, inter=network,
                      intra_via=f"mtl ofi provider {mtl.group(1)}", inter_via=f"mtl ofi provider {mtl.group(1)}")
+    elif domain := _OMPI_MTL_DOMAIN.search(text):
+        found["transports"] = f"mtl ofi (domain {domain.group(1)})"
     smsc = _OMPI_SMSC.search(text)
     vader = _OMPI_VADER_COPY.search(text)
     refused = _OMPI_SMSC_REFUSED.search(text)
