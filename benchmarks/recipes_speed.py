@@ -23,9 +23,7 @@ time it used: on a busy machine the first says how busy it was, the second what 
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import subprocess
 import sys
 import time
 
@@ -47,14 +45,19 @@ def render_timing(repeat: int = 5) -> None:
           f"(goal < 1000 ms: {verdict})")
 
 
-def build_timing(first: str, second: str, warm: bool) -> int:
-    from mpistack.images.build import build_stack
+def _podman_usable():
     from mpistack.engines import get_engine
-    from mpistack.images.baseimage import make_base_image
 
     engine = get_engine("podman")
-    probe = subprocess.run(engine.command("info"), env=engine.env(), capture_output=True, text=True)
-    if shutil.which("podman") is None or probe.returncode != 0:
+    return engine if engine.usable() else None
+
+
+def build_timing(first: str, second: str, warm: bool) -> int:
+    from mpistack.images.build import build_stack
+    from mpistack.images.baseimage import make_base_image
+
+    engine = _podman_usable()
+    if engine is None:
         print("builds: skipped (podman not usable here)")
         return 0
     base = make_base_image(engine, "debian:bookworm")
@@ -72,16 +75,6 @@ def build_timing(first: str, second: str, warm: bool) -> int:
 
 
 SOURCE_STACKS = ("source-mpich-ofi", "source-openmpi-ofi")
-
-
-def _podman_usable():
-    from mpistack.engines import get_engine
-
-    engine = get_engine("podman")
-    if shutil.which("podman") is None:
-        return None
-    probe = subprocess.run(engine.command("info"), env=engine.env(), capture_output=True, text=True)
-    return engine if probe.returncode == 0 else None
 
 
 def _layers(engine, reference: str) -> list[str]:

@@ -140,3 +140,64 @@ def test_the_systems_libfabric_1_17_is_refused_for_the_wheel_with_the_missing_sy
     assert "needs FABRIC_1.7 from libfabric.so.1" in message
     assert "libfabric 1.17" in message and "FABRIC_1.0 to FABRIC_1.6" in message
     assert "libfabric-swap-symbol-versions" in message
+
+
+OPENMPI_OVER_LIBFABRIC = """name = "fabric-swap-openmpi"
+approaches = ["fabric-swap"]
+benchmarks = ["latency"]
+benchmark_options = ["-m", "1:64", "-i", "20", "-x", "2"]
+timeout = 300
+[[stack]]  # Debian's Open MPI as packaged (the catalogue's debian-openmpi, which names UCX, its default): Debian
+name = "debian-openmpi-ofi"  # builds it with libfabric too, and this stack names the ofi plug-ins it runs over here
+[stack.inline]
+name = "debian-openmpi-ofi"
+description = "Debian 12 Open MPI 4.1.4 from the distribution, over its libfabric plug-ins"
+origin = "mpistack tests"
+mode = "distro"
+multistage = true
+network = "auto"
+[stack.inline.base]
+image = "localhost/debian:bookworm"
+make = "debian:bookworm"
+[stack.inline.mpi]
+impl = "openmpi"
+version = "4.1.4"
+device = "ofi"
+channel = "apt"
+[[placement]]
+ranks = 2
+[[variant]]  # Open MPI's messages through libfabric: the cm PML, the ofi MTL, tcp (which it excludes by default)
+name = "ofi"
+env = { OMPI_MCA_pml = "cm", OMPI_MCA_mtl = "ofi", OMPI_MCA_mtl_ofi_provider_exclude = "shm,sockets,udp,rstream,usnic", FI_PROVIDER = "tcp" }
+"""
+
+
+@needs_podman
+def test_open_mpi_opens_libfabric_from_its_plugins_and_the_swap_reaches_them(tmp_path):
+    """Open MPI links libfabric from mca_mtl_ofi.so and mca_btl_ofi.so, not from libmpi.so.40: the image probe
+    reads the plug-ins, the host's libfabric is mounted over the file they load, and the ranks run with it."""
+    system = probe_host_libfabric()
+    if system is None:
+        pytest.skip("needs a system libfabric.so.1 (Debian: libfabric1)")
+    path = tmp_path / "swap.toml"
+    path.write_text(OPENMPI_OVER_LIBFABRIC)
+    db = tmp_path / "openmpi.db"
+    result = mpistack("run", path, "--db", db, check=None, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    with sqlite3.connect(db) as connection:
+        connection.row_factory = sqlite3.Row
+        runs = {row["variant"]: row for row in connection.execute(
+            "SELECT runs.*, (SELECT value FROM run_tags WHERE run_tags.run_id = runs.id AND key = 'variant') AS variant "
+            "FROM runs")}
+    assert set(runs) == {"default", "ofi"}
+    for run in runs.values():
+        assert run["status"] == "ok", run["message"]
+        # mounted over the file mca_mtl_ofi.so resolves in the image (/lib or /usr/lib: the same, merged, in Debian 12)
+        assert re.search(rf"{re.escape(system.path)}:(/usr)?/lib/x86_64-linux-gnu/libfabric\.so\.1:ro", run["command"])
+    # with the ofi MTL chosen, the host's libfabric stays loaded (asked of it by mpistack-bench) and the messages
+    # went through its tcp provider; by default Open MPI closes its ofi plug-ins after choosing UCX, and with
+    # them libfabric
+    assert runs["ofi"]["libfabric_version"] == system.version
+    assert runs["default"]["libfabric_version"] in (None, system.version)
+    transport = runs["ofi"]["transport"]
+    assert "tcp;ofi_rxm" in transport and "cm" in transport, transport

@@ -3,7 +3,9 @@
 - the host's libfabric (probed once with the other host facts): its file, the libraries it needs, the
   symbol versions it defines (FABRIC_1.x), its version and its directory of provider plug-ins;
 - an image's (probed once per image, when a campaign is prepared, and cached by image digest): which file
-  its MPI library loads as libfabric.so.1, and the FABRIC_1.x versions that MPI library needs from it.
+  its MPI library loads as libfabric.so.1, and the FABRIC_1.x versions that MPI library needs from it. Open MPI
+  links libfabric from its plug-ins (mca_mtl_ofi.so, mca_btl_ofi.so, opened at run time), not from
+  libmpi.so.40, so where the MPI library itself does not load it, the plug-ins beside it are read instead.
 
 Both sides are read with binutils' readelf on the host: an image need not carry binutils, so its MPI
 library is copied out of a container into a scratch directory first.
@@ -26,7 +28,7 @@ from ..engines import ContainerRun, Engine, EngineError
 
 # The C library stays the image's own: mounting the host's would replace the loader under running code.
 GLIBC = re.compile(r"^(libc|libm|libdl|librt|libpthread|ld-linux[-\w]*|libresolv|libutil)\.so")
-_IMAGE_FACTS_FORMAT = 1  # bump when ImageFabric changes, so that older cached facts are probed again
+_IMAGE_FACTS_FORMAT = 2  # bump when ImageFabric changes, so that older cached facts are probed again
 
 
 @dataclass(frozen=True)
@@ -45,10 +47,11 @@ class HostLibfabric:
 class ImageFabric:
     """Which libfabric an image's MPI loads, and what it needs of it; `problem` says why this is unknown."""
 
-    mpi_library: str | None = None  # e.g. /opt/mpi/lib/libmpi.so.12
+    mpi_library: str | None = None  # the file that links libfabric.so.1, e.g. /opt/mpi/lib/libmpi.so.12
     libfabric: str | None = None  # the path the loader resolves libfabric.so.1 to inside the image
-    needs: tuple[str, ...] = ()  # FABRIC_1.x versions the MPI library needs from libfabric.so.1
+    needs: tuple[str, ...] = ()  # FABRIC_1.x versions the MPI library (or its plug-ins) need from libfabric.so.1
     problem: str | None = None
+    plugins: tuple[str, ...] = ()  # the MPI's plug-ins that link libfabric.so.1, where the library itself does not
 
 
 def readelf_versions(path: str) -> tuple[str | None, tuple[str, ...], dict[str, tuple[str, ...]]]:
@@ -168,21 +171,44 @@ def probe_image_fabric(engine: Engine, image: str, program: str = "mpistack-benc
     if cached.is_file():
         stored = json.loads(cached.read_text())
         if stored.pop("format", None) == _IMAGE_FACTS_FORMAT:
-            return ImageFabric(**{**stored, "needs": tuple(stored["needs"])})
+            return ImageFabric(**{**stored, "needs": tuple(stored["needs"]), "plugins": tuple(stored["plugins"])})
     facts = _probe_image(engine, image, program)
     if facts.problem is None:
         write_file_atomically(cached, json.dumps({"format": _IMAGE_FACTS_FORMAT, **asdict(facts)}))
     return facts
 
 
+# Every Open MPI plug-in (mca_<framework>_<component>.so) within four levels of the MPI library's real directory
+# (Open MPI's pkglibdir: <libdir>/openmpi; Debian's: <libdir>/openmpi/lib/openmpi3) that resolves libfabric.so.1,
+# printed as "plug-in => path".
+_PLUGINS_LOADING_LIBFABRIC = r"""
+for library in "$@"; do
+  find "$(dirname "$(readlink -f "$library")")" -maxdepth 4 -name 'mca_*.so' 2>/dev/null
+done | sort -u | while read -r plugin; do
+  ldd "$plugin" 2>/dev/null | sed -n "s|^[[:space:]]*libfabric\\.so\\.1 => \\(/[^ ]*\\).*|$plugin => \\1|p"
+done
+"""
+
+
+def _plugins_loading_libfabric(engine: Engine, image: str, libraries: list[str]) -> dict[str, str]:
+    """{plug-in: the libfabric.so.1 it loads} of the MPI libraries' plug-ins in the image."""
+    if not libraries:
+        return {}
+    run = engine.run(ContainerRun(image=image, argv=["sh", "-c", _PLUGINS_LOADING_LIBFABRIC, "sh", *libraries]),
+                     timeout=120)
+    if run.returncode != 0:
+        raise EngineError(f"listing the MPI plug-ins of {image} failed ({run.returncode}): "
+                          f"{run.stderr.strip()[-500:]}")
+    return dict(re.findall(r"^(/\S+) => (/\S+)$", run.stdout, re.MULTILINE))
+
+
 def _probe_image(engine: Engine, image: str, program: str) -> ImageFabric:
     try:
         loaded = _ldd_in_image(engine, image, program)
+        libraries = [path for name, path in loaded.items() if name.startswith("libmpi")]
         libfabric = loaded.get(LIBFABRIC_SONAME)
         if libfabric is None:
-            return ImageFabric(problem=f"{program} in {image} does not load {LIBFABRIC_SONAME}: its MPI uses "
-                                       "another network layer, so there is no libfabric to swap")
-        libraries = [path for name, path in loaded.items() if name.startswith("libmpi")]
+            return _probe_plugins(engine, image, program, libraries)
         with tempfile.TemporaryDirectory(prefix="mpistack-elf-") as directory:
             for library in libraries:
                 _, _, needs = readelf_versions(_copy_out(engine, image, library, directory))
@@ -192,3 +218,26 @@ def _probe_image(engine: Engine, image: str, program: str) -> ImageFabric:
         return ImageFabric(problem=f"cannot read the libfabric facts of {image}: {error}")
     return ImageFabric(libfabric=libfabric, problem=f"no MPI library of {image} links {LIBFABRIC_SONAME} itself "
                                                     f"(it is opened by a plug-in): its needs cannot be checked")
+
+
+def _probe_plugins(engine: Engine, image: str, program: str, libraries: list[str]) -> ImageFabric:
+    """The libfabric facts of an MPI that opens libfabric from its plug-ins (Open MPI's ofi components): the
+    needs of every such plug-in together, since any of them may be the one selected at run time."""
+    plugins = _plugins_loading_libfabric(engine, image, libraries)
+    if not plugins:
+        return ImageFabric(problem=f"{program} in {image} does not load {LIBFABRIC_SONAME}, nor does any plug-in of "
+                                   "its MPI library: its MPI uses another network layer, so there is no libfabric "
+                                   "to swap")
+    if len(set(plugins.values())) > 1:
+        return ImageFabric(problem=f"the MPI plug-ins of {image} load {LIBFABRIC_SONAME} from different files "
+                                   f"({', '.join(sorted(set(plugins.values())))}): no single file to swap")
+    needs_of: dict[str, tuple[str, ...]] = {}
+    with tempfile.TemporaryDirectory(prefix="mpistack-elf-") as directory:
+        for plugin in sorted(plugins):
+            needs_of[plugin] = readelf_versions(_copy_out(engine, image, plugin, directory))[2].get(
+                LIBFABRIC_SONAME, ())
+    # the plug-in that needs the most names the check; all of them together are what the host must define
+    widest = max(sorted(needs_of), key=lambda plugin: len(needs_of[plugin]))
+    needs = tuple(sorted({version for versions in needs_of.values() for version in versions}))
+    return ImageFabric(mpi_library=widest, libfabric=next(iter(plugins.values())), needs=needs,
+                       plugins=tuple(sorted(plugins)))

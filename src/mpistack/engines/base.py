@@ -107,6 +107,10 @@ class Engine:
     def available(self) -> bool:
         return shutil.which(self.executable) is not None
 
+    def usable(self) -> bool:
+        """Found on PATH and answering `info` with this engine's own settings (a probe, not a guarantee)."""
+        return self.available() and self._run(["info"], check=False).returncode == 0
+
     def _require(self) -> None:
         if not self.available():
             raise EngineError(f"{self.executable} not found on PATH")
