@@ -73,6 +73,10 @@ def test_compared_cases_run_next_to_each_other():
     ("name = 't'\nname = 'u'", "c.toml: not valid TOML"),
     (BASE.replace('name = "t"', "name = 't'\ntimeout = 'soon'"), "c.toml: timeout: Input should be a valid number, unable to parse string as a number (got 'soon')"),
     (BASE.replace('name = "t"', "name = 't'\ncolour = 'blue'"), "c.toml: colour: unknown field (check the spelling)"),
+    # an unknown field: the field it most likely meant, and its line, following [[table]] headers
+    (BASE.replace('name = "t"', "name = 't'\ntimout = 3"), "c.toml: timout: unknown field, did you mean 'timeout'? (line 3)"),
+    (BASE + "[[placement]]\nranks = 2\n[[placement]]\nrank = 4\n",
+     "c.toml: placement.1.rank: unknown field, did you mean 'ranks'?"),
     (BASE.replace('"allreduce"', '"allreduse"'), "c.toml: benchmarks.1: unknown benchmark 'allreduse'"),
     (BASE.replace('"bind"', '"chroot"'), "c.toml: approaches.3.name: unknown approach: expected one of native, container, hybrid, bind, fabric-swap (got 'chroot')"),
     (BASE + "[[placement]]\nranks = 0\n", "c.toml: placement.0.ranks: Input should be greater than or equal to 1 (got 0)"),
@@ -92,6 +96,12 @@ def test_compared_cases_run_next_to_each_other():
 ])
 def test_invalid_campaigns_name_file_and_field(text, expected):
     assert expected in error_of(text)
+
+
+def test_an_unknown_fields_line_is_the_one_in_its_own_table():
+    text = BASE + "[[placement]]\nranks = 2\n[[placement]]\nrank = 4\n"
+    line = text.splitlines().index("rank = 4") + 1
+    assert f"placement.1.rank: unknown field, did you mean 'ranks'? (line {line})" in error_of(text)
 
 
 def test_unknown_stack_is_named(tmp_path):
