@@ -49,6 +49,15 @@ def test_a_malformed_store_url_is_one_line_naming_what_is_expected(tmp_path, url
         assert "Traceback" not in result.stderr and "╭" not in result.stderr  # no traceback, plain or rich
 
 
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:"])
+def test_a_store_url_naming_no_file_is_refused_not_filled_and_forgotten(tmp_path, url):
+    good = tmp_path / "good.txt"
+    good.write_text(OSU_LATENCY)
+    for verb in (["runs"], ["ingest", good]):
+        result = mpistack(*verb, "--db", url, home=tmp_path, check=2)
+        assert "names no file" in result.stderr and "sqlite:///PATH" in result.stderr, result.stderr
+
+
 def test_a_fifo_given_to_ingest_is_refused_at_once(tmp_path):
     fifo, good = tmp_path / "pipe", tmp_path / "good.txt"
     os.mkfifo(fifo)

@@ -23,7 +23,7 @@ from ..cache import write_file_atomically
 from ..parsers.model import ParsedRun, RowTable
 from ..spec.provenance import Provenance, parse_time
 from ..spec.status import RunStatus
-from ..store.address import without_query_password
+from ..store.address import sqlite_file_url, without_query_password
 from ..store.campaigns import case_recorded
 from ..store.database import retrying, write_transaction
 from ..store.writer import write_runs
@@ -116,7 +116,7 @@ class Journal:
 def store_identity(database: Engine) -> str:
     """The store a journal entry belongs to: its URL without the password; a SQLite file by absolute path."""
     url = database.url
-    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+    if sqlite_file_url(url):
         return f"sqlite:///{Path(url.database).resolve()}"
     return without_query_password(url.render_as_string(hide_password=True))
 

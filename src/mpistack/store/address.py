@@ -27,6 +27,11 @@ def resolve_url(db: str | None) -> str:
     return db
 
 
+def sqlite_file_url(url) -> bool:
+    """Whether a parsed URL (sqlalchemy's URL) names a SQLite file, not SQLite's in-memory database."""
+    return url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:")
+
+
 def sqlite_file(db: str | None) -> Path | None:
     """The file of a SQLite store named by a path or a plain `sqlite:///` URL; None for any other store (a
     server, an in-memory database, a URL with options)."""
@@ -44,6 +49,6 @@ def store_identity(db: str | None) -> str:
     from sqlalchemy import make_url  # only where a campaign runs: the listing verbs never ask
 
     url = make_url(resolve_url(db))
-    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+    if sqlite_file_url(url):
         return f"sqlite:///{Path(url.database).resolve()}"
     return without_query_password(url.render_as_string(hide_password=True))

@@ -15,7 +15,7 @@ from urllib.parse import quote, unquote
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url, text
 from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
 
-from .address import DEFAULT_DB, QUERY_PASSWORD, resolve_url
+from .address import DEFAULT_DB, QUERY_PASSWORD, resolve_url, sqlite_file_url
 from .errors import StoreError, StoreUnavailable
 from .revision import SCHEMA_REVISION
 
@@ -157,12 +157,17 @@ def upgrade(engine: Engine) -> None:
 
 def open_database(db: str | None = None, migrate: bool = True) -> Engine:
     url = resolve_url(db)
+    expected = ("a SQLite path, sqlite:///PATH or postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE with a numeric "
+                "PORT")
     try:
-        make_url(url)
+        parsed = make_url(url)
     except (ArgumentError, ValueError) as error:
         raise StoreError(f"cannot open results store {display_url(db)!r}: not a database URL ({error}); expected "
-                         "a SQLite path, sqlite:///PATH or postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE with a "
-                         "numeric PORT") from None
+                         f"{expected}") from None
+    if parsed.get_backend_name() == "sqlite" and not sqlite_file_url(parsed):
+        # SQLite's in-memory database would take the results and lose them when the command ends
+        raise StoreError(f"cannot open results store {display_url(db)!r}: it names no file (an in-memory database "
+                         f"keeps nothing); expected {expected}")
     try:
         if url.startswith("sqlite"):
             # named parameters: the writer hands rows as dicts straight to sqlite3's executemany
