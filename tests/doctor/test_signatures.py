@@ -51,6 +51,8 @@ MESSAGES = [
     ("pyxis-errors", "pyxis: [ERROR] Failed to refresh the dynamic linker cache"),
     ("step-creation-disabled", "srun: Job step creation temporarily disabled, retrying (Requested nodes are busy)"),
     ("ucx-tls-empty", "ucp_context.c:1102 UCX  ERROR The TLs list is empty. Please specify the transports"),
+    ("ompi-ob1-match-during-init", "[node2:01234] Failing at address: 0xe0\n[node2:01234] [ 1] /opt/mpi/lib/"
+                                   "libmpi.so.40(mca_pml_ob1_recv_frag_callback_match+0x7e)[0x7f54e68c1f2e]"),
 ]
 
 
