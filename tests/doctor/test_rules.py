@@ -104,7 +104,7 @@ def test_a_recorded_eager_limit_moves_the_switch(tmp_path):
     the default switch (8 KiB) would call it small."""
     engine = open_database(str(tmp_path / "r.db"))
     tags, facts = SYSTEM
-    recorded = {"mpi": "mpich", "layer": "ucx", "network": "shm", "single_copy": "cma", "eager_limit": "512"}
+    recorded = {"mpi": "mpich", "layer": "ucx", "network": "shm", "single_copy": "none", "eager_limit": "512"}
     slow_from_1k = {size: value * (3.0 if size >= 1024 else 1.0) for size, value in latency(0.25).items()}
     campaign = store_runs(
         engine,
@@ -115,6 +115,38 @@ def test_a_recorded_eager_limit_moves_the_switch(tmp_path):
     [found] = findings(engine, campaign, "loss-above-eager")
     assert found.evidence["eager_limit"] == 512 and found.evidence["slow_from"] == "1 KiB"
     assert found.title == "slower only above the eager limit (512 B): single-copy missing?"
+
+
+def test_a_loss_above_the_eager_limit_with_single_copy_recorded_is_not_blamed_on_its_absence(tmp_path):
+    """The transport probe recorded cma on the slow row: "single-copy missing?" would contradict it."""
+    engine = open_database(str(tmp_path / "r.db"))
+    tags, facts = SYSTEM
+    recorded = {"mpi": "mpich", "layer": "ucx", "network": "shm", "single_copy": "cma", "eager_limit": "512"}
+    campaign = store_runs(
+        engine,
+        *launches("latency", latency(0.25), tags, **facts),
+        *launches("latency", latency(0.25, 3.0), {"mpi": "mpich"}, stack="debian-mpich", approach="container",
+                  mpi_library_version=HOST, transport=recorded),
+    )
+    assert not findings(engine, campaign, "loss-above-eager")
+
+
+def test_a_loss_above_the_eager_limit_on_a_machine_its_a_a_control_calls_noisy_is_not_judged(tmp_path):
+    engine = open_database(str(tmp_path / "r.db"))
+    tags, facts = SYSTEM
+    recorded = {"mpi": "mpich", "layer": "ucx", "network": "shm", "single_copy": "none"}
+    control = {**tags, "variant": "a-a", "variant_baseline": "default", "control": "true"}
+    noisy = {size: value * (1.6 if size >= 1024 else 1.0) for size, value in latency(0.25).items()}
+    campaign = store_runs(
+        engine,
+        *launches("latency", latency(0.25), tags, **facts),
+        *launches("latency", noisy, control, **facts),  # the system MPI against itself, not at speed: noise
+        *launches("latency", latency(0.25, 3.0), {"mpi": "mpich"}, stack="debian-mpich", approach="container",
+                  mpi_library_version=HOST, transport=recorded),
+    )
+    [found] = findings(engine, campaign, "loss-above-eager")
+    assert found.verdict == "ok" and "not judged (the A/A control was" in found.title
+    assert "quieter machine" in found.fix
 
 
 def test_a_small_message_loss_that_the_same_stack_shows_natively_is_the_stacks(tmp_path):

@@ -238,7 +238,8 @@ def _stack_explains(item, same: dict) -> set[str]:
 @rule("loss-above-eager", "performance",
       "Open MPI FAQ 'shared memory' single-copy (https://docs.open-mpi.org/en/v5.0.x/tuning-apps/networking/shared-memory.html); "
       "UCX protocol selection (UCX_PROTO_INFO=y): rendezvous zero-copy via cma above the eager switch",
-      "a container loss only at sizes above the eager/rendezvous switch: single-copy missing")
+      "a container loss only at sizes above the eager/rendezvous switch, on a run that recorded no single copy: "
+      "single-copy missing (not judged while the campaign's A/A control is not Y)")
 def loss_above_eager(rule, perf: Performance):
     same = {item.key: item for item in perf.answers if item.baseline == SAME_STACK}
     for item in perf.answers:
@@ -253,7 +254,20 @@ def loss_above_eager(rule, perf: Performance):
         slow_sizes = [size for slow in item.row_class.slow for size in slow.sizes if size is not None]
         if not slow_sizes or min(slow_sizes) < eager or (key.nodes or 1) > 1:
             continue
+        if transport.get("single_copy") in SINGLE_COPY:
+            continue  # the library said it used single copy here: its absence cannot be the cause
         worst = min(item.row_class.slow, key=lambda slow: slow.worst_ratio)
+        if noisy := _noisy_control(perf, key):
+            yield rule.finding(
+                "ok", f"slower above the eager limit ({format_size(eager)}): not judged (the A/A control was "
+                      f"{noisy})",
+                f"{_label(key)} is slower than its baseline from {format_size(min(slow_sizes))} on, but this "
+                f"campaign's A/A control was {noisy}, not Y: the machine could not tell two identical configurations "
+                "apart, so the loss may be its noise.",
+                "Rerun on a quieter machine (the A/A control Y) before looking for a cause.", subject=_subject(key),
+                cell=_cell(key), baseline=item.baseline, slow_from=format_size(min(slow_sizes)), eager_limit=eager,
+                anomaly="not judged")
+            continue
         yield rule.finding(
             "warning", f"slower only above the eager limit ({format_size(eager)}): single-copy missing?",
             "Small messages run at native speed, large ones do not: the container's rendezvous path differs. "
