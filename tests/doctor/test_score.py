@@ -163,9 +163,12 @@ def test_the_fault_campaign_injects_at_least_ten_causes_beside_untouched_control
     campaign = load_campaign_text((Path(__file__).parents[2] / "examples" / "faults.toml").read_text(), "faults.toml")
     assert all(variant.expect is not None for variant in campaign.variants)  # every variant is scored
     configurations = {(case.stack.name, case.approach.name, case.variant_name): case for case in expand(campaign)}
-    injected = [key for key in configurations if key[2] != "default"]
-    causes = {expected_ids(variant.expect)[0] for variant in campaign.variants}
+    causes_of = {variant.name: expected_ids(variant.expect) for variant in campaign.variants}
+    injected = [key for key in configurations if causes_of.get(key[2])]
+    causes = {ids[0] for ids in causes_of.values() if ids}
     assert len(injected) >= 10 and len(causes) >= 8, (injected, causes)
+    # the A/A control: the system MPI against itself, scored as a control
+    assert [variant.name for variant in campaign.variants if variant.control] == ["a-a"] and causes_of["a-a"] == ()
     controls = [key for key in configurations if key[2] == "default"]
     assert len(controls) >= 5 and all(not configurations[key].skip for key in controls)
     # no case is skipped by the matrix (a benchmark that cannot run on its ranks): refusals are the approaches'
