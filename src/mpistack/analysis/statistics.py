@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Hashable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
+
 
 __all__ = [
     "DEFAULT_FLOOR",
@@ -56,6 +56,14 @@ __all__ = [
     "signed_rank_interval",
     "smallest_p_value",
 ]
+
+
+def _scipy_stats():
+    """scipy.stats, imported on first use: it costs about a second, which a dry run and the listing verbs, that
+    need only this module's constants and the exact signed-rank interval, should not pay."""
+    from scipy import stats
+
+    return stats
 
 #: Launches per side needed before a confidence interval is trusted for an at-speed claim: Hoefler & Belli
 #: (SC15, section 4.2.2) state that more than 5 measurements are needed to assess a confidence interval
@@ -228,14 +236,14 @@ def replication_probability(comparison: "SizeComparison") -> float:
     c = comparison
     if not (c.ci_low > 0 and c.ci_high > 0 and c.ratio > 0) or c.ci_high <= c.ci_low:
         return 1.0 if c.ci_low == c.ci_high and c.ci_low > 0 else math.nan
-    z = float(stats.norm.ppf(0.5 + c.confidence / 2.0))
+    z = float(_scipy_stats().norm.ppf(0.5 + c.confidence / 2.0))
     se = (math.log(c.ci_high) - math.log(c.ci_low)) / (2.0 * z)
     e, spread = math.log(c.ratio), se * math.sqrt(2.0)
     low = math.log(c.floor_low) if c.floor_low > 0 else -math.inf
     high = math.log(c.floor_high) if math.isfinite(c.floor_high) else math.inf
 
     def below(edge: float) -> float:  # P(rerun estimate < edge)
-        return float(stats.norm.cdf((edge - e) / spread))
+        return float(_scipy_stats().norm.cdf((edge - e) / spread))
 
     slower, faster = below(low - z * se), 1.0 - below(high + z * se)
     at_speed = max(0.0, below(high - z * se) - below(low + z * se))
@@ -264,7 +272,7 @@ def _signed_rank_rank(n: int, confidence: float) -> int:
         return 0
     if n > 300:  # the normal approximation, with no loss at these counts
         mean, sd = n * (n + 1) / 4.0, math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
-        return max(0, int(math.floor(mean - float(stats.norm.ppf(0.5 + confidence / 2.0)) * sd)))
+        return max(0, int(math.floor(mean - float(_scipy_stats().norm.ppf(0.5 + confidence / 2.0)) * sd)))
     cumulative = _signed_rank_null(n)
     return int(np.searchsorted(cumulative, (1.0 - confidence) / 2.0 + 1e-12, side="right"))
 
@@ -293,6 +301,7 @@ def _rank_tests(candidate: np.ndarray, baseline: np.ndarray, worse: str) -> list
     """
     n_c, n_b = candidate.shape[-1], baseline.shape[-1]
     method = "exact" if n_c * n_b <= _EXACT_LIMIT else "asymptotic"
+    stats = _scipy_stats()
     if n_c == n_b:
         result = stats.mannwhitneyu(np.concatenate([candidate, baseline]), np.concatenate([baseline, candidate]),
                                     alternative=worse, axis=-1, method=method)
