@@ -31,3 +31,13 @@ def test_show_names_the_network_figures_and_the_link(tmp_path):
         for kind in ("tcp-latency", "net-latency")])
     text = show_section(database, campaign, "latency", [1])
     assert "1 B: TCP latency 30 us, between nodes 30" in text and f"network: {link}" in text
+
+
+def test_the_terminal_answer_says_the_network_under_the_loopback_bounds():
+    from types import SimpleNamespace
+
+    from mpistack.report.matrix_text import network_line
+
+    assert network_line(SimpleNamespace(bounds=MACHINE, rows={})) is None  # one node: loopback only
+    line = network_line(SimpleNamespace(bounds=NETWORKED, rows={}))
+    assert line == "TCP between node1 and node2: 400 MB/s at 1 MiB, 30 us at 1 B"

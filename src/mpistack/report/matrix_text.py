@@ -108,6 +108,22 @@ def bounds_line(report: Report) -> str | None:
     return text + (f"; {above} figure(s) above memcpy" if above else "")
 
 
+def network_line(report: Report) -> str | None:
+    """The network between two nodes as its bounds measured it (under a batch launcher, for a campaign with an
+    inter-node placement): what rows between nodes are compared with, where the TCP figures above are loopback's.
+    None where it was not measured."""
+    machine = report.bounds
+    if machine is None:
+        return None
+    sizes = [size for row in report.rows.values() for size in row.figures if size]
+    large = max(sizes, default=1 << 20)
+    latency, bandwidth = machine.net_latency_us(1), machine.net_bandwidth_mbs(large)
+    if latency is None and bandwidth is None:
+        return None
+    link = machine.network.split(" (")[0]  # "TCP between node1 and node2", without how it was measured
+    return f"{link}: {_speed(bandwidth)} at {format_size(large)}, {number(latency)} us at 1 B"
+
+
 # -- the matrix ---------------------------------------------------------------------------------------------
 
 
@@ -448,9 +464,9 @@ def _answer_lines(report: Report, width: int, hint: str | None, compact: bool) -
     if control:
         good = all(a.label == "Y" for a in report.answers if a.control and a.baseline == SYSTEM)
         lines.append(Text(clip(control, width), style="" if good else "yellow"))
-    bounds = bounds_line(report)
-    if bounds:
-        lines.append(Text(clip(bounds, width)))
+    for line in (bounds_line(report), network_line(report)):
+        if line:
+            lines.append(Text(clip(line, width)))
     rows, _, cells = matrix_cells(report)
     if len(rows) > MAX_MATRIX_ROWS:  # a whole store: the counts here, every cell in the files
         counts = Counter(cell.system for cell in cells.values() if cell.system != BASELINE)
