@@ -113,3 +113,26 @@ def test_render_srun_lines_for_centre_runtimes():
     assert unknown.exit_code == 2 and "expected one of" in unknown.output
     bad = invoke("stack", "render", "debian-mpich", "--srun", "pyxis", "--ranks", "1", "--nodes", "2")
     assert bad.exit_code == 2 and "ranks (1) must be at least nodes (2)" in bad.output
+
+
+def test_build_takes_several_stacks_and_stops_at_the_first_that_fails(monkeypatch):
+    import mpistack.images.build as build
+    from mpistack.engines.base import BuildResult
+    from mpistack.spec.stack import StackError
+
+    built = []
+
+    def fake_build(name, engine, **options):  # the images themselves are built for real in tests/images
+        built.append(name)
+        if name == "broken":
+            raise StackError("stack 'broken': not a file and not in the catalogue")
+        return BuildResult(tag=f"localhost/mpistack/{name}", ok=True, seconds=1.0, log_path=None, returncode=0)
+
+    monkeypatch.setattr(build, "build_stack", fake_build)
+    result = invoke("stack", "build", "debian-mpich", "debian-openmpi")
+    assert result.exit_code == 0 and built == ["debian-mpich", "debian-openmpi"]
+    built.clear()
+    result = invoke("stack", "build", "broken", "debian-mpich")
+    assert result.exit_code == 2 and built == ["broken"]  # nothing after the failure
+    result = invoke("stack", "build", "a", "b", "--log", "x.log")
+    assert result.exit_code == 2 and "--log names one file" in result.output

@@ -364,12 +364,23 @@ def _signals_stop():
 
 @stack_app.command("build")
 def build_command(
-    name: NameArg,
+    names: Annotated[list[str], typer.Argument(metavar="NAME...", help="catalogue stack names or stack .toml files, "
+                                                                      "built in this order")],
     engine: EngineOpt = "podman",
-    log: Annotated[Optional[Path], typer.Option("--log", help="build log (default: ~/.cache/mpistack/logs/)")] = None,
+    log: Annotated[Optional[Path], typer.Option("--log", help="build log (default: ~/.cache/mpistack/logs/; with "
+                                                             "one NAME only)")] = None,
     no_check: Annotated[bool, typer.Option("--no-check", help="skip the compatibility rules")] = False,
 ) -> None:
-    """Build a stack's image (making a local base image first when the stack says how)."""
+    """Build stacks' images (making a local base image first when a stack says how); the first that fails stops
+    the others, as make does."""
+    if log is not None and len(names) > 1:
+        err.print("[red]error:[/red] --log names one file: give one NAME with it", highlight=False)
+        raise typer.Exit(2)
+    for name in names:
+        _build_one(name, engine, log, no_check)
+
+
+def _build_one(name: str, engine: str, log: Path | None, no_check: bool) -> None:
     from ..engines import EngineError
     from ..images.build import build_stack
     from ..recipes import RecipeError
