@@ -45,7 +45,7 @@ def test_the_table_is_readable_at_80_columns(store):
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "(Y)  slower at 1 B–4 KiB (small messages)" in out
     assert "8 against 8 launches" in out
-    for column in ("size", "ratio", "95% CI", "verdict"):
+    for column in ("size", "ratio", "90% CI", "verdict"):
         assert column in out
 
 

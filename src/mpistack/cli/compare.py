@@ -90,7 +90,9 @@ def _print_row(row) -> None:
     out.print(f"  A: {escape(_row_who(row.candidate))}\n  B: {escape(_row_who(row.baseline))}", highlight=False)
     out.print(f"  {'* ' if row.descriptive else ''}{escape(row.evidence())}", highlight=False, style="dim")
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for name in ("size", "A", "B", "ratio", "95% CI", "verdict"):
+    # the interval the verdict was decided on, at its own level (the analysis' deciding level, 90 % by default)
+    level = f"{row.sizes[0].confidence:.0%} CI" if row.sizes else "CI"
+    for name in ("size", "A", "B", "ratio", level, "verdict"):
         table.add_column(name, justify="left" if name == "verdict" else "right", no_wrap=True)
     for c in row.sizes:
         interval = f"{c.ci_low:.3g}–{c.ci_high:.3g}" if math.isfinite(c.ci_low) else "–"
