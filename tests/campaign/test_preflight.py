@@ -92,6 +92,19 @@ def test_a_variant_is_warned_when_its_baseline_variant_has_no_system_run():
     assert 'in variant "tcp" (its baseline)' in found.warnings[0]
 
 
+def test_a_baseline_the_campaigns_own_tables_leave_out_is_named_as_such():
+    """The system MPI is in the campaign, natively, but [[include]] keeps its 4-rank case out: adding it again
+    would change nothing."""
+    _, _, found = surveyed('name = "o"\nrepeats = 12\napproaches = ["native"]\nbenchmarks = ["allreduce"]\n'
+                           '[[stack]]\nname = "host-mpich"\nhost = "mpich"\n[[placement]]\nranks = 2\n'
+                           '[[placement]]\nranks = 4\n[[variant]]\nname = "crowded"\nenv = { X = "1" }\n'
+                           'approaches = ["native"]\n[[include]]\nranks = "2"\n[[include]]\nvariant = "crowded"\n')
+    [warning] = found.warnings
+    assert warning.startswith("no baseline for host-mpich native (variant crowded) (allreduce)")
+    assert 'runs host-mpich natively in variant "default", but not with 4 ranks on 1 node' in warning
+    assert "[[include]] or [[exclude]]" in warning and 'host = "mpich"' not in warning
+
+
 def test_a_native_only_campaign_of_the_system_mpi_needs_no_baseline():
     _, _, found = surveyed('name = "c"\nrepeats = 12\napproaches = ["native"]\nbenchmarks = ["latency"]\n'
                            '[[stack]]\nname = "host-mpich"\nhost = "mpich"\n')

@@ -112,6 +112,9 @@ def _without_baseline(cases: Sequence[Case], refused: set[str]) -> list[str]:
             groups.setdefault(comparison_group(case), []).append(case)
     lacking: dict[tuple[str, str, str], set[str]] = {}
     hints: dict[tuple[str, str, str], str] = {}
+    # the system MPIs the campaign does run natively somewhere: (family, variant) -> the host stack's name
+    systems = {(case.stack.mpi_impl, case.variant_name): case.stack.name for case in launching
+               if case.stack.is_host and case.approach_label == "native"}
     for members in groups.values():
         for case in members:
             variant = case.variant.baseline if case.variant else DEFAULT_VARIANT
@@ -121,7 +124,7 @@ def _without_baseline(cases: Sequence[Case], refused: set[str]) -> list[str]:
                 continue
             row = (case.stack.name, case.approach_label, case.variant_name)
             lacking.setdefault(row, set()).add(case.benchmark.name)
-            hints[row] = _how_to_add(case, variant)
+            hints[row] = _how_to_add(case, variant, systems.get((case.stack.mpi_impl, variant)))
     warnings = []
     for (stack, approach, variant), benchmarks in sorted(lacking.items()):
         name = f"{stack} {approach}" + ("" if variant == DEFAULT_VARIANT else f" (variant {variant})")
@@ -141,8 +144,15 @@ def _has_baseline(case: Case, group: Sequence[Case], variant: str) -> bool:
     return False
 
 
-def _how_to_add(case: Case, variant: str) -> str:
+def _how_to_add(case: Case, variant: str, system_stack: str | None) -> str:
+    """How to give the case a baseline; `system_stack`: the campaign's host stack of the case's family where
+    it runs natively in the variant compared with, though not for this case's ranks and benchmark."""
     impl = case.stack.mpi_impl
+    if system_stack is not None:
+        nodes = case.placement.nodes
+        return (f'the campaign runs {system_stack} natively in variant "{variant}", but not with '
+                f"{case.placement.ranks} ranks on {nodes} node{'s' if nodes != 1 else ''} for this benchmark: an "
+                "[[include]] or [[exclude]] table leaves that case out; let it run there")
     system = (f'add the system MPI natively ([[stack]] with host = "{impl}", and "native" in approaches)'
               + ("" if variant == DEFAULT_VARIANT else f', in variant "{variant}" (its baseline)'))
     if case.origin == "image" and case.stack.native_form == "venv":
