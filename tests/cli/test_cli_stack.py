@@ -81,6 +81,19 @@ def test_check_exit_codes():
     assert bad.exit_code == 1
 
 
+def test_check_findings_fit_80_columns_but_for_a_url(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "mpistack.cli", "stack", "check", "lumi-ofi1152-mpich343"],
+                            capture_output=True, text=True, env={**os.environ, "COLUMNS": "80"}, timeout=120)
+    lines = result.stdout.splitlines()  # the findings are the answer: stdout
+    assert any(line.startswith("warning: [lumi-mpich343-container-slow]") for line in lines), result.stdout
+    assert any(line.startswith("    why: ") for line in lines) and any(line.startswith("    source: ") for line in lines)
+    assert all(len(line) <= 80 or "://" in line for line in lines), result.stdout
+
+
 def test_bad_stack_file(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text('name = "mine"\n[base]\nimage = "docker.io/ubuntu:24.04"\n[mpi]\nimpl = "mpich"\n'
