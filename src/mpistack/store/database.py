@@ -178,7 +178,9 @@ def open_database(db: str | None = None, migrate: bool = True) -> Engine:
             engine = create_engine(url, pool_pre_ping=True)
         revision = current_revision(engine)
     except Exception as error:  # driver errors differ per backend: report them in one shape
-        raise StoreError(hide_password(f"cannot open results store {display_url(db)!r}: {error}", db)) from error
+        # the driver's own words (SQLAlchemy wraps them with its class name and a link to its error pages), on one line
+        reason = " ".join(str(getattr(error, "orig", None) or error).split())
+        raise StoreError(hide_password(f"cannot open results store {display_url(db)!r}: {reason}", db)) from error
     # (read the revision again: another process may have created the schema in between)
     if revision is None and inspect(engine).has_table("results") and current_revision(engine) is None:
         raise StoreError(f"{display_url(db)}: has a results table but no schema revision; not an mpistack store")
