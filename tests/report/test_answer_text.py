@@ -113,6 +113,18 @@ def test_no_line_is_wider_than_the_console(default_like, width):
     assert cause.startswith("  doctor: the small-message loss is the stack's")
 
 
+def test_what_a_user_must_type_or_read_is_folded_not_cut(default_like):
+    """A long campaign name in the hint, and a refusal's reason: on continued lines, not cut with an ellipsis."""
+    report = _report(default_like)
+    hint = "mpistack report a-campaign-with-a-rather-long-descriptive-name"
+    lines = [line.plain for line in answer_lines(report, 80, hint)]
+    assert max(map(len, lines)) <= 80
+    text = " ".join(line.strip() for line in lines)
+    assert f"per row: {hint} --rows; per size: --row STACK/APPROACH/BENCHMARK" in text
+    assert "the two are not" not in text  # a reason's first line only, and that whole
+    assert "refused: bind mounts the host's Open MPI 4.1.4 into an image built for Open MPI 5.0.8" in text
+
+
 def test_a_native_only_campaign_is_characterised_with_intervals_and_bounds(tmp_path):
     rows = [row for row in ROWS if row[0] == "host-mpich" and row[2] == "default"]
     build_campaign_like(tmp_path / "native.db", rows=rows).dispose()

@@ -484,7 +484,7 @@ def _answer_lines(report: Report, width: int, hint: str | None, compact: bool) -
         if under:
             lines.append(Text(""))
             lines += under
-    skipped = skip_lines(report, width, 1 if compact else 2)
+    skipped = skip_lines(report, width, 1 if compact else 3)
     if skipped:
         lines += ([Text("")] if not matrix else []) + skipped
     characterised = report.characterised
@@ -497,8 +497,8 @@ def _answer_lines(report: Report, width: int, hint: str | None, compact: bool) -
     if not matrix and not characterised:
         lines.append(Text("nothing measured to report"))
     if hint and (matrix or characterised):
-        lines.append(Text(clip(f"per row: {hint} --rows; per size: --row STACK/APPROACH/BENCHMARK", width),
-                          style="dim"))
+        lines += [Text(line, style="dim") for line in
+                  fold(f"per row: {hint} --rows; per size: --row STACK/APPROACH/BENCHMARK", width, 1 if compact else 2)]
     return lines
 
 
