@@ -22,7 +22,7 @@ from ..registry import LAUNCHERS
 from ..spec.campaign import Campaign, CampaignError
 from ..spec.case import Case
 from ..spec.status import RunStatus
-from ..spec.terminal import printable
+from ..spec.terminal import hanging, printable
 from ..cache import private_directory
 from ..store.campaigns import (campaign_statuses, finished_case_keys, latest_campaign, lock_campaign,
                                next_campaign_id, start_campaign, unlock_campaign)
@@ -131,9 +131,13 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
 def _print_survey(console: Console, found: preflight.Preflight) -> None:
     """The launches per stack and approach, the skip reasons (numbered, each once with its count), warnings."""
     for line in preflight.summary(found):
-        console.print(shown(line), highlight=False)
+        # a line wider than the console (a numbered reason, a stack's launches) folded, continued lines indented;
+        # the table, which fits, as it is
+        console.print(shown(line if len(line) <= console.width else hanging(line, console.width)), highlight=False,
+                      soft_wrap=True)
     for warning in found.warnings:
-        console.print(f"[yellow]warning:[/yellow] {shown(warning)}", highlight=False)
+        text = hanging(f"warning: {warning}", console.width)
+        console.print(f"[yellow]warning:[/yellow]{shown(text[len('warning:'):])}", highlight=False, soft_wrap=True)
 
 
 def with_seed(campaign: Campaign) -> Campaign:

@@ -41,22 +41,18 @@ def _load(name: str):
 
 
 def _print_findings(findings: list, verbose: bool = False, console=err) -> None:
-    import textwrap
+    from ..spec.terminal import hanging
 
     colour = {"error": "red", "warning": "yellow", "info": "cyan"}
-
-    def wrapped(text: str, indent: str) -> str:
-        # within the console's width, continued lines indented; URLs and paths are never split
-        return textwrap.fill(text, width=max(console.width, 40), subsequent_indent=indent, break_long_words=False,
-                             break_on_hyphens=False)
-
+    width = console.width
     for f in findings:
-        line = wrapped(f"{f.severity}: [{f.rule}] {f.message}", "    ")
+        line = hanging(f"{f.severity}: [{f.rule}] {f.message}", width)
         console.print(f"[{colour[f.severity]}]{f.severity}[/]" + escape(line[len(f.severity):]), highlight=False,
                       soft_wrap=True)
         if verbose:
-            console.print(escape(wrapped(f"    why: {f.reason}", "         ") + "\n"
-                                 + wrapped(f"    source: {f.source}", "            ")), highlight=False, soft_wrap=True)
+            console.print(escape(hanging(f"    why: {f.reason}", width, " " * 9) + "\n"
+                                 + hanging(f"    source: {f.source}", width, " " * 12)), highlight=False,
+                          soft_wrap=True)
 
 
 @stack_app.callback()

@@ -8,6 +8,7 @@ https://ecma-international.org/publications-and-standards/standards/ecma-48/."""
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 # C0 but tab and new line, DEL, C1; the bidirectional overrides and isolates; line and paragraph separators
@@ -33,3 +34,10 @@ def printable_values(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(printable_values(item) for item in value)
     return value
+
+
+def hanging(text: str, width: int, indent: str = "    ") -> str:
+    """Prose folded within `width` columns, its continued lines indented so that each item stands out; words
+    longer than a line (URLs, paths, commands) are never split."""
+    return textwrap.fill(text, width=max(width, 40), subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False)
