@@ -56,6 +56,7 @@ def test_launches_are_counted_per_stack_and_approach_and_each_skip_reason_once()
     assert found.skipped["latency runs on exactly 2 ranks"][0] == 12 * 5  # every latency case at 3 ranks, under each of the 5 stack-approach pairs
     assert sum(count for count, _ in found.skipped.values()) == sum(s for _, s in found.cells.values())
     lines = preflight.summary(found)
+    assert lines[0] == "launches per stack and approach (- : none runs; N/M: N of M run, why below):"
     table = lines[1:1 + 1 + 3]
     assert table[0].split() == ["stack", "native", "container", "bind"]
     row = dict((line.split()[0], line.split()[1:]) for line in table[1:])

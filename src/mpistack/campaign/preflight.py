@@ -249,7 +249,9 @@ def summary(found: Preflight, width: int = 80) -> list[str]:
         run, skipped = found.cells.get((stack, approach), (0, 0))
         return "" if run + skipped == 0 else "-" if run == 0 else str(run) if not skipped else f"{run}/{run + skipped}"
 
-    lines = ["launches per stack and approach (- : none runs, why below):"]
+    partly = any(0 < run < run + skipped for run, skipped in found.cells.values())
+    lines = ["launches per stack and approach (- : none runs" + ("; N/M: N of M run" if partly else "")
+             + ", why below):"]
     if 2 + first + sum(w + 2 for w in widths) <= width:
         lines.append("  " + "stack".ljust(first) + "".join(f"  {top:>{w}}" for (top, _), w in zip(heads, widths)))
         if any(bottom for _, bottom in heads):
