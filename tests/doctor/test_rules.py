@@ -309,3 +309,22 @@ def test_debian_libfabric_without_a_fabric_adapter_is_warned_without_calling_psm
     assert "between nodes libfabric uses TCP" in found.meaning and "Omni-Path" in found.meaning
     assert "psm2 or psm" in found.meaning and "software" not in found.meaning
     assert "cxi" in found.fix
+
+
+def test_single_copy_off_natively_is_blamed_on_the_setting_not_on_a_container(tmp_path):
+    """The fault matrix's no-single-copy variant: ranks on the host with Open MPI's single copy set to none. No
+    container took the rights away, so the fix is the setting, not --cap-add."""
+    engine = open_database(str(tmp_path / "r.db"))
+    transport = {"mpi": "openmpi", "layer": "ob1", "network": "shm", "single_copy": "none"}
+    native = {"mpi": "openmpi", "origin": "host"}
+    campaign = store_runs(
+        engine,
+        *launches("latency", latency(0.5), native, stack="host-openmpi", approach="native", transport=transport,
+                  environment={"OMPI_MCA_btl_vader_single_copy_mechanism": "none"}),
+        *launches("latency", latency(0.5), {"mpi": "mpich"}, stack="debian-mpich", approach="container",
+                  mpi_library_version=HOST, transport={**transport, "mpi": "mpich"}),
+    )
+    found = {f.cell[1]: f for f in findings(engine, campaign, "single-copy")}
+    assert "OMPI_MCA_btl_vader_single_copy_mechanism=none" in found["host-openmpi"].fix
+    assert "SYS_PTRACE" not in found["host-openmpi"].fix
+    assert "SYS_PTRACE" in found["debian-mpich"].fix  # a container's: its rights

@@ -129,6 +129,20 @@ def confinement_of(run: dict) -> str:
     return recorded or ("native" if run.get("approach") == "native" else "not recorded")
 
 
+def single_copy_settings(environment: dict) -> list[str]:
+    """The settings in a run's environment that turn single copy off: Open MPI's vader mechanism or smsc
+    component set to none, or a UCX_TLS that lists transports without cma (nor an alias holding it: sm, shm,
+    all; UCX's ucx_info -d lists what each names)."""
+    found = [f"{name}={value}" for name, value in sorted(environment.items())
+             if name in ("OMPI_MCA_btl_vader_single_copy_mechanism", "OMPI_MCA_smsc")
+             and value.strip() in ("none", "^cma")]
+    tls = environment.get("UCX_TLS", "")
+    listed = {name.strip() for name in tls.split(",")}
+    if tls and not tls.startswith("^") and not listed & {"cma", "sm", "shm", "all"}:
+        found.append(f"UCX_TLS={tls}")
+    return found
+
+
 @rule("single-copy", "runs",
       "Open MPI 4 help-btl-vader.txt [cma-permission-denied] (https://github.com/open-mpi/ompi/blob/v4.1.x/opal/mca/"
       "btl/vader/help-btl-vader.txt); UCX process_vm_readv EPERM in containers (https://github.com/openucx/ucx/issues/"
@@ -144,6 +158,18 @@ def single_copy(rule, run: dict):
     common = {"subject": subject_of(run), "cell": run_cell(run), "single_copy": mechanism or "not recorded",
               "confinement": confinement}
     if refused or mechanism == "none":
+        settings = single_copy_settings(run.get("environment") or {})
+        if confinement == "native":
+            # no container took the rights away: the MPI's own settings did, or the kernel's ptrace policy
+            fix = (f"The ranks ran on the host, and the run's environment turns single copy off ({', '.join(settings)})"
+                   ": unset it where the comparison shows a loss above the eager limit." if settings else
+                   "The ranks ran on the host: look for a setting that turns single copy off (Open MPI's "
+                   "btl_vader_single_copy_mechanism or smsc, UCX_TLS without cma), and for Yama's "
+                   "/proc/sys/kernel/yama/ptrace_scope, which can forbid cross-process memory attach.")
+        else:
+            fix = ("Where the comparison shows a loss above the eager limit, grant single-copy rights: an approach "
+                   "with single_copy = true (--pid host, --cap-add SYS_PTRACE, no seccomp filter), or podman run "
+                   "--cap-add SYS_PTRACE.")
         yield rule.finding(
             "warning", f"single-copy: {'refused' if refused else 'none'} (recorded), confinement {confinement}",
             "Large messages between ranks of one node are copied twice through shared memory (copy-in/copy-out): "
@@ -151,10 +177,8 @@ def single_copy(rule, run: dict):
                "the MPI library said it had no single-copy mechanism (no CMA, xpmem or knem). ")
             + "That is not always slower (a copy through shared memory can beat CMA): the paired comparison "
             "says what it cost.",
-            "Where the comparison shows a loss above the eager limit, grant single-copy rights: an approach with "
-            "single_copy = true (--pid host, --cap-add SYS_PTRACE, no seccomp filter), or podman run --cap-add "
-            "SYS_PTRACE.", **common, **({"line": refused[0].line, "signature": refused[0].signature.id}
-                                        if refused else {}))
+            fix, **common, **({"line": refused[0].line, "signature": refused[0].signature.id} if refused else {}),
+            **({"settings": ", ".join(settings)} if settings else {}))
     elif mechanism:
         yield rule.finding(
             "ok", f"single-copy: {mechanism} (recorded), confinement {confinement}",
