@@ -72,3 +72,11 @@ def _run_of(store, system: str) -> str:
     """The selector of the one run ingested with this system tag."""
     (run,) = query_runs(store, [Where("system", "=", system)])
     return f"run:{run['run']}"
+
+
+def test_an_unknown_placement_is_written_with_question_marks_not_zeros():
+    from mpistack.analysis.evidence import RowKey
+
+    key = RowKey("reference x", "s", "container", "default", "bw", "bandwidth", 2, 0, "H-H")
+    assert key.placement == "n2N?" and key.with_(ranks=0).placement == "n?"
+    assert key.with_(nodes=1).placement == "n2N1"

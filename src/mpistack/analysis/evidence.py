@@ -43,6 +43,12 @@ class RowKey:
     def higher_is_better(self) -> bool:
         return self.metric in HIGHER_IS_BETTER
 
+    @property
+    def placement(self) -> str:
+        """``n2N1``: ranks and nodes as case labels write them, ``?`` for what the source did not say (published
+        tables often give neither)."""
+        return f"n{self.ranks}N{self.nodes or '?'}" if self.ranks else "n?"
+
     def with_(self, **changes) -> "RowKey":
         return dataclasses.replace(self, **changes)
 

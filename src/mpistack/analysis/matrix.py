@@ -106,8 +106,7 @@ class Matrix:
 def placement_text(answer: Answer) -> str:
     """``n2N1 H-H``: ranks, nodes and buffers, as case labels write them (``n?`` where the source gave no
     placement, as published tables often do)."""
-    ranks = f"n{answer.key.ranks}N{answer.key.nodes or '?'}" if answer.key.ranks else "n?"
-    return f"{ranks} {answer.key.buffers}"
+    return f"{answer.key.placement} {answer.key.buffers}"
 
 
 def column_order(column: Column) -> tuple:

@@ -403,7 +403,7 @@ def characterisation_lines(report: Report, width: int = 80) -> list[Text]:
         unit = {"latency": "us", "bandwidth": "MB/s", "bi-bandwidth": "MB/s"}.get(metric, "")
         level = f"{items[0].confidence:.0%}"
         short = " (fewer than 6 launches: the range)" if any(item.short_of_level for item in items) else ""
-        title = (f"{benchmark} n{ranks}N{nodes} {buffers}, median {unit} [{level} interval]{short}, "
+        title = (f"{benchmark} {items[0].key.placement} {buffers}, median {unit} [{level} interval]{short}, "
                  "no baseline")
         lines.append(Text(clip(title, width), style="bold"))
         sizes = sorted({f.size for item in items for f in item.sizes}, key=lambda s: (s is not None, s or 0))

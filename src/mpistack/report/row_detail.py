@@ -108,7 +108,7 @@ def print_row(report: Report, choice: RowChoice, console: Console) -> None:
         row = report.rows[key]
         unit = UNITS.get(key.metric, "")
         better = "higher" if key.higher_is_better else "lower"
-        console.print(Text(f"{row_label(key)} ({key.metric}, n{key.ranks}N{key.nodes} {key.buffers}): "
+        console.print(Text(f"{row_label(key)} ({key.metric}, {key.placement} {key.buffers}): "
                            f"{row.launches} launch(es), {unit or 'as reported'}, {better} is better",
                            style="bold"),
                       highlight=False)
@@ -133,7 +133,7 @@ def print_row(report: Report, choice: RowChoice, console: Console) -> None:
                           + (" (fewer than 6 launches: the range, with its coverage)" if item.short_of_level else ""),
                           highlight=False)
             console.print(characterisation_table(item))
-        console.print(f"(placement {placement_text(answers[0]) if answers else f'n{key.ranks}N{key.nodes}'}; "
+        console.print(f"(placement {placement_text(answers[0]) if answers else key.placement}; "
                       "ratio: 1.00× is parity, below 1 slower)", style="dim", highlight=False)
 
 
