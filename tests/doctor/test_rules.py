@@ -328,3 +328,23 @@ def test_single_copy_off_natively_is_blamed_on_the_setting_not_on_a_container(tm
     assert "OMPI_MCA_btl_vader_single_copy_mechanism=none" in found["host-openmpi"].fix
     assert "SYS_PTRACE" not in found["host-openmpi"].fix
     assert "SYS_PTRACE" in found["debian-mpich"].fix  # a container's: its rights
+
+
+def test_open_mpis_cm_pml_over_a_tcp_provider_on_one_node_is_told_to_leave_the_mtl(tmp_path):
+    """Open MPI 4.1.4 compiled --with-ofi, without UCX: the cm PML wins and its ofi MTL takes libfabric 1.17's TCP
+    provider net for ranks of one node (as recorded in examples/source.toml's campaign); the fix is ob1 or an
+    exclude list naming net, not MPICH's or UCX's settings."""
+    engine = open_database(str(tmp_path / "r.db"))
+    cm_net = {"mpi": "openmpi", "layer": "cm", "provider": "net", "network": "tcp", "intra": "tcp",
+              "intra_via": "mtl ofi provider net", "inter": "tcp", "inter_via": "mtl ofi provider net"}
+    native = {"mpi": "openmpi", "origin": "host"}
+    campaign = store_runs(
+        engine,
+        *launches("latency", latency(0.41), native, stack="host-openmpi", approach="native"),
+        *launches("latency", latency(5.2), {"mpi": "openmpi"}, stack="source-openmpi-ofi", approach="container",
+                  transport=cm_net),
+    )
+    [found] = findings(engine, campaign, "tcp-class-latency")
+    assert found.verdict == "problem" and found.cell[1:3] == ("source-openmpi-ofi", "container")
+    assert "OMPI_MCA_pml=ob1" in found.fix and "shm,sockets,tcp,udp,rstream,usnic,net" in found.fix
+    assert "MPIR_CVAR_NOLOCAL" not in found.fix

@@ -39,6 +39,10 @@ def parsed(name: str) -> dict[str, str]:
     # the "mtl:ofi:provider: eth0" line beside it names only its domain
     ("openmpi414-mtl-ofi-tcp.txt", {"layer": "cm", "provider": "tcp;ofi_rxm", "network": "tcp",
                                     "intra_via": "mtl ofi provider tcp;ofi_rxm"}),
+    # Open MPI 4.1.4 compiled --with-ofi (the catalogue's source-openmpi-ofi) in its container, by default: no UCX,
+    # so the cm PML wins, and its ofi MTL takes libfabric 1.17's TCP provider "net", which its default exclude list
+    # (shm,sockets,tcp,udp,rstream,usnic) does not name
+    ("openmpi414-source-cm-net.txt", {"layer": "cm", "provider": "net", "network": "tcp", "intra": "tcp"}),
     # Open MPI 5.0: the sm BTL and the smsc framework's choice
     ("openmpi508-native.txt", {"layer": "ob1", "transports": "sm,self", "single_copy": "cma", "network": "shm"}),
     # podman's default confinement: smsc selects cma, then each peer's attach is refused (no CAP_SYS_PTRACE)

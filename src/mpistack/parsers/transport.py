@@ -64,7 +64,9 @@ _OMPI_CMA_DENIED = re.compile(r"CMA support is\s+not available[^.]*", re.IGNOREC
 #: single-copy mechanisms by the name UCX gives their transport or Open MPI its component
 _SINGLE_COPY = {"cma": "cma", "xpmem": "xpmem", "knem": "knem", "emulated": "none", "none": "none"}
 _SHM_UCX = {"sysv", "posix", "cma", "xpmem", "knem", "self"}
-_TCP_PROVIDERS = {"tcp", "sockets", "udp", "tcp;ofi_rxm", "udp;ofi_rxd", "sockets;ofi_rxm"}
+# libfabric 1.17's "net" is its TCP sockets provider (protocol FI_PROTO_XNET, on an IP interface: fi_info -p net),
+# which later releases ship as "tcp"
+_TCP_PROVIDERS = {"tcp", "sockets", "udp", "net", "tcp;ofi_rxm", "udp;ofi_rxd", "sockets;ofi_rxm", "net;ofi_rxm"}
 _SHM_PROVIDERS = {"shm", "sm2"}
 _SHM_BTLS = {"vader", "sm", "self", "smcuda"}
 
@@ -134,7 +136,7 @@ def _ucx_paths(peers: list[list[str]]) -> dict[str, str]:
 def _provider_network(provider: str) -> str:
     if provider in _SHM_PROVIDERS:
         return "shm"
-    if provider in _TCP_PROVIDERS or provider.split(";")[0] in {"tcp", "sockets", "udp"}:
+    if provider in _TCP_PROVIDERS or provider.split(";")[0] in {"tcp", "sockets", "udp", "net"}:
         return "tcp"
     return "fabric"
 

@@ -12,6 +12,7 @@ from ...spec.status import RunStatus
 from ..model import rule
 from ...parsers.transport import TCP, path_of
 from ..signatures import match
+from .fixes import tcp_fix
 from .system import OMPI_SHM_PER_RANK, mpi_family
 
 def run_cell(run: dict) -> tuple[str, str, str, str]:
@@ -105,9 +106,7 @@ def transport_evidence(rule, run: dict):
                            f"The MPI library said it sent between ranks that share a node over TCP ({via}): no "
                            "shared-memory path (a transport list without sm, a provider forced to tcp with "
                            "MPIR_CVAR_NOLOCAL=1, a container without a shared /dev/shm or IPC namespace).",
-                           "Let ranks of one node use shared memory: unset UCX_TLS or include sm in it, unset "
-                           "FI_PROVIDER and MPIR_CVAR_NOLOCAL (MPICH), keep vader/sm in OMPI_MCA_btl (Open MPI); in "
-                           "containers share IPC (--ipc host) and /dev/shm.", cause="tcp-intra", **common)
+                           tcp_fix(transport, one_node=True), cause="tcp-intra", **common)
     elif path == TCP:
         yield rule.finding("warning", "inter-node traffic over TCP (recorded)",
                            f"The fabric provider (cxi, verbs, efa) was not used between nodes ({via}).",

@@ -1,0 +1,32 @@
+"""How to take ranks off TCP, said alike by the rules that read a run's recorded path and by those that compare
+its figures: between nodes the fabric; on one node shared memory, which under Open MPI's cm PML means leaving
+the MTL, since it carries the messages between ranks of one node too."""
+
+from __future__ import annotations
+
+SHM_FIX = ("Let ranks of one node use shared memory: unset UCX_TLS or include sm in it, unset FI_PROVIDER and "
+           "MPIR_CVAR_NOLOCAL (MPICH), keep vader/sm in OMPI_MCA_btl (Open MPI); in containers share IPC "
+           "(--ipc host) and /dev/shm.")
+FABRIC_FIX = ("Check the provider inside the container (fi_info -p cxi exits 61 when cxi is absent); bring the "
+              "host's libfabric and /dev/cxi* in (the CSCS CXI hook: com.hooks.cxi.enabled = \"true\").")
+# Open MPI's ofi MTL leaves out by default only the providers that duplicate its own transports (Open MPI pull
+# request 5776, https://github.com/open-mpi/ompi/pull/5776): a TCP provider of another name (libfabric 1.17's
+# net) is taken, and the cm PML then sends every message through it
+CM_DEFAULT_EXCLUDE = "shm,sockets,tcp,udp,rstream,usnic"
+
+
+def cm_fix(provider: str) -> str:
+    first = provider.split(";")[0]
+    return (f"Open MPI's cm PML sends every message, those between ranks of one node too, through its ofi MTL's "
+            f"provider ({provider}): choose ob1 with its shared-memory BTL (OMPI_MCA_pml=ob1), or leave the provider "
+            f"out (OMPI_MCA_mtl_ofi_provider_exclude={CM_DEFAULT_EXCLUDE},{first}; the default list does not name "
+            f"{first}).")
+
+
+def tcp_fix(transport: dict, one_node: bool) -> str:
+    """The fix for ranks that took TCP, by what their MPI recorded."""
+    if not one_node:
+        return FABRIC_FIX
+    if transport.get("layer") == "cm" and transport.get("provider"):
+        return cm_fix(transport["provider"])
+    return SHM_FIX
