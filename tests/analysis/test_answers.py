@@ -69,6 +69,23 @@ def test_container_rows_are_compared_with_the_system_mpi_and_slow_sizes_are_name
     assert slow.same_build_as_system and slow.baseline_row.stack == "host-mpich"
 
 
+def test_an_mpich_of_the_same_release_built_for_another_device_is_not_the_same_build():
+    """MPICH's first line names its release only: MPICH 4.0.2 compiled for ch4:ofi in an image is not Debian's
+    4.0.2 for ch4:ucx on the host (their device and configure lines differ), while the host's library bound into
+    the image is."""
+    host = "MPICH Version:\t4.0.2\nMPICH Device:\tch4:ucx\nMPICH configure:\t--prefix=/usr --with-device=ch4:ucx"
+    source = "MPICH Version:\t4.0.2\nMPICH Device:\tch4:ofi\nMPICH configure:\t--prefix=/usr --with-device=ch4:ofi"
+    store = Store()
+    store.launches("host-mpich", "native", origin="host", library=host)
+    store.launches("source-mpich-ofi", "container", origin="image", library=source, scale=slower_below(4096, 1.5))
+    store.launches("source-mpich-ofi", "bind", origin="image", library=host)
+    answers = store.answers()
+    built = answers[("source-mpich-ofi", "container", "default", SYSTEM)]
+    assert not built.same_build_as_system
+    assert ("source-mpich-ofi", "container", "default", SAME_STACK) not in answers  # no build of its own natively
+    assert answers[("source-mpich-ofi", "bind", "default", SYSTEM)].same_build_as_system
+
+
 def test_a_pip_stack_gets_both_baselines_and_the_loss_splits_into_stack_and_deployment_effects():
     store = Store()
     store.launches("host-mpich", "native", origin="host")

@@ -138,24 +138,25 @@ def _system_baseline(row: Row, index: dict[tuple, Row]) -> Row | None:
 
 
 def _same_stack_baseline(row: Row, rows: dict[RowKey, Row], system: Row | None) -> tuple[Row | None, bool]:
-    """The same build natively: the system's own MPI when the library that ran reports its very version string
-    (Debian's MPICH in a Debian image; or the host's MPI bound in), else the stack's own native row when that is
+    """The same build natively: the system's own MPI when the library that ran reports its very version string,
+    every line of it (Debian's MPICH in a Debian image; or the host's MPI bound in: not an MPICH of the same
+    release built for another device, whose first line is the same), else the stack's own native row when that is
     the library that ran. Returns (row, whether it is the system MPI itself)."""
-    ran = row.library_version or _image_library(row, rows)
-    if system is not None and ran and system.library_version == ran:
+    ran = row.library_build or _image_build(row, rows)
+    if system is not None and ran and system.library_build == ran:
         return system, True
     own = rows.get(row.key.with_(approach="native", variant=row.variant_baseline))
     if own is not None and own is not row and own.origin == "venv" and (
-            not ran or not own.library_version or own.library_version == ran):
+            not ran or not own.library_build or own.library_build == ran):
         return own, False
     return None, False
 
 
-def _image_library(row: Row, rows: dict[RowKey, Row]) -> str | None:
-    """What the image's own MPI reports: from the row's self-contained (container) launches, since bind and
+def _image_build(row: Row, rows: dict[RowKey, Row]) -> str | None:
+    """The build the image's own MPI reports: from the row's self-contained (container) launches, since bind and
     fabric-swap put host libraries into the image."""
     container = rows.get(row.key.with_(approach="container", variant="default"))
-    return (container or row).library_version if (container or row).origin == "image" else None
+    return (container or row).library_build if (container or row).origin == "image" else None
 
 
 def _class_without_comparison(row: Row, baseline: Row | None, what: str) -> RowClass | None:

@@ -105,6 +105,9 @@ class Row:
     failures: list[str] = field(default_factory=list)  # "status: first line of the message", one per failed launch
     skipped: list[str] = field(default_factory=list)  # why the cases were not run
     library_versions: set[str] = field(default_factory=set)  # what MPI_Get_library_version said, first line
+    #: the whole of what it said, which tells builds apart (MPICH's first line is its release alone; its device and
+    #: configure line follow)
+    library_builds: set[str] = field(default_factory=set)
     declared_version: str | None = None
     runs: list[int] = field(default_factory=list)
     #: per size, the run id of each figure in ``figures`` (the same order): which launch gave it
@@ -133,6 +136,11 @@ class Row:
     def library_version(self) -> str | None:
         """The one library version the row's launches reported (None when none or several)."""
         return next(iter(self.library_versions)) if len(self.library_versions) == 1 else None
+
+    @property
+    def library_build(self) -> str | None:
+        """The one library build the row's launches ran (the whole version string; None when none or several)."""
+        return next(iter(self.library_builds)) if len(self.library_builds) == 1 else None
 
 
 #: The run tags a row is made of (its scope, origin, variant, MPI family and version): the only ones read.
@@ -207,6 +215,7 @@ def rows_from(runs: dict[int, dict], results: Iterable[tuple]) -> dict[RowKey, R
         by_metric = figures.get(run_id)
         if status == RunStatus.OK.value and by_metric:
             version = library_line(run["mpi_library_version"])
+            build = " ".join((run["mpi_library_version"] or "").split()) or None
             slot = _slot(run["tags"])
             for metric, by_size in by_metric.items():
                 row = row_for(run, run["benchmark"], metric)
@@ -225,6 +234,7 @@ def rows_from(runs: dict[int, dict], results: Iterable[tuple]) -> dict[RowKey, R
                     row.schedule[run_id] = slot
                 if version:
                     row.library_versions.add(version)
+                    row.library_builds.add(build)
             continue
         row = row_for(run, run["benchmark"], metric_of(run["benchmark"]).name)
         row.runs.append(run_id)
