@@ -348,3 +348,26 @@ def test_open_mpis_cm_pml_over_a_tcp_provider_on_one_node_is_told_to_leave_the_m
     assert found.verdict == "problem" and found.cell[1:3] == ("source-openmpi-ofi", "container")
     assert "OMPI_MCA_pml=ob1" in found.fix and "shm,sockets,tcp,udp,rstream,usnic,net" in found.fix
     assert "MPIR_CVAR_NOLOCAL" not in found.fix
+
+
+def test_a_loss_against_a_baseline_that_took_tcp_too_is_not_blamed_on_tcp(tmp_path):
+    """A variant that forces TCP on both sides (examples/source.toml's tcp): the row is slower than the host's MPI
+    over TCP, but TCP is not what differs, and the runs rule's 'ranks talked over TCP' is not its cause either."""
+    engine = open_database(str(tmp_path / "r.db"))
+    tags, facts = SYSTEM
+    tcp = {"tags": {"variant": "tcp", "variant_baseline": "tcp"}}
+    ucx_tcp = {"mpi": "mpich", "layer": "ucx", "transports": "tcp/lo", "network": "tcp", "intra": "tcp",
+               "intra_via": "UCX tcp/lo"}
+    ofi_tcp = {"mpi": "mpich", "layer": "ofi", "provider": "tcp;ofi_rxm", "network": "tcp", "intra": "tcp",
+               "intra_via": "ofi provider tcp;ofi_rxm"}
+    campaign = store_runs(
+        engine,
+        *launches("latency", latency(4.0), {**tags, **tcp["tags"]}, **facts, transport=ucx_tcp),
+        *launches("latency", latency(6.0), {"mpi": "mpich", **tcp["tags"]}, stack="source-mpich-ofi",
+                  approach="container", mpi_library_version=HOST, transport=ofi_tcp),
+    )
+    found = [f for f in diagnose_runs(engine, [Where("campaign", "=", campaign)])
+             if f.cell[1:] == ("source-mpich-ofi", "container", "tcp")]
+    assert [(f.verdict, f.title) for f in found if f.cause == "tcp-intra"] == [
+        ("ok", "both sides on TCP on one node (recorded): the loss is not TCP's doing")]
+    assert not [f for f in found if f.verdict == "problem"]

@@ -76,6 +76,12 @@ def _slower(perf: Performance, key) -> dict[int | None, SizeComparison]:
     return dict(sorted(found.items(), key=lambda item: -1 if item[0] is None else item[0]))
 
 
+def _system_baseline(perf: Performance, key):
+    """The row the key's comparison with the system MPI used as its baseline, where it is in the analysis."""
+    item = next((a for a in perf.answers if a.key == key and a.baseline == SYSTEM), None)
+    return perf.rows.get(item.baseline_row) if item is not None and item.baseline_row is not None else None
+
+
 def _tcp_class(rule, perf: Performance, metrics: tuple[str, ...]):
     """A row slower than native whose ranks took TCP: by the path its MPI recorded for its placement (a problem),
     or by figures on TCP's side of the campaign's measured bounds where no path was recorded (a warning). One
@@ -101,6 +107,18 @@ def _tcp_class_rows(rule, perf: Performance, metrics: tuple[str, ...]):
         path, via = path_of(perf.transport_of(row), key.nodes)
         if path not in (None, TCP):
             continue  # its MPI said it used shared memory or a fabric there: the loss is not TCP's doing
+        if path == TCP and (baseline := _system_baseline(perf, key)) is not None:
+            base_path, base_via = path_of(perf.transport_of(baseline), key.nodes)
+            if base_path == TCP:
+                # both sides on TCP (a variant that forces it on the baseline too): TCP is not what differs
+                where = "on one node" if one_node else "between nodes"
+                title = f"both sides on TCP {where} (recorded): the loss is not TCP's doing"
+                yield 1.0, (_cell(key), where, "ok"), title, rule.finding(
+                    "ok", title, f"The row's MPI ({via}) and its baseline's ({base_via}) both said they talked over "
+                    "TCP, so the row's loss comes from something else.", "", subject=_subject(key), cell=_cell(key),
+                    cause=f"tcp-{'intra' if one_node else 'inter'}", recorded_path=f"{path} ({via})",
+                    baseline_path=f"{base_path} ({base_via})")
+                continue
         bounds = perf.bounds_of(key)
         judged = {size: bounds.tcp_side(key.metric, size, comparison.median_candidate, nodes=key.nodes or 1)
                   for size, comparison in slower.items() if size is not None} if bounds else {}
