@@ -39,7 +39,6 @@ from typing import Hashable, Mapping, Sequence
 
 import numpy as np
 
-
 __all__ = [
     "DEFAULT_FLOOR",
     "MIN_LAUNCHES",
@@ -64,6 +63,7 @@ def _scipy_stats():
     from scipy import stats
 
     return stats
+
 
 #: Launches per side needed before a confidence interval is trusted for an at-speed claim: Hoefler & Belli
 #: (SC15, section 4.2.2) state that more than 5 measurements are needed to assess a confidence interval

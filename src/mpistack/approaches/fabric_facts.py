@@ -28,7 +28,7 @@ from ..engines import ContainerRun, Engine, EngineError
 
 # The C library stays the image's own: mounting the host's would replace the loader under running code.
 GLIBC = re.compile(r"^(libc|libm|libdl|librt|libpthread|ld-linux[-\w]*|libresolv|libutil)\.so")
-_IMAGE_FACTS_FORMAT = 2  # bump when ImageFabric changes, so that older cached facts are probed again
+_IMAGE_FACTS_FORMAT = 3  # bump when ImageFabric changes, so that older cached facts are probed again
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,6 @@ class ImageFabric:
     libfabric: str | None = None  # the path the loader resolves libfabric.so.1 to inside the image
     needs: tuple[str, ...] = ()  # FABRIC_1.x versions the MPI library (or its plug-ins) need from libfabric.so.1
     problem: str | None = None
-    plugins: tuple[str, ...] = ()  # the MPI's plug-ins that link libfabric.so.1, where the library itself does not
 
 
 def readelf_versions(path: str) -> tuple[str | None, tuple[str, ...], dict[str, tuple[str, ...]]]:
@@ -171,7 +170,7 @@ def probe_image_fabric(engine: Engine, image: str, program: str = "mpistack-benc
     if cached.is_file():
         stored = json.loads(cached.read_text())
         if stored.pop("format", None) == _IMAGE_FACTS_FORMAT:
-            return ImageFabric(**{**stored, "needs": tuple(stored["needs"]), "plugins": tuple(stored["plugins"])})
+            return ImageFabric(**{**stored, "needs": tuple(stored["needs"])})
     facts = _probe_image(engine, image, program)
     if facts.problem is None:
         write_file_atomically(cached, json.dumps({"format": _IMAGE_FACTS_FORMAT, **asdict(facts)}))
@@ -239,5 +238,4 @@ def _probe_plugins(engine: Engine, image: str, program: str, libraries: list[str
     # the plug-in that needs the most names the check; all of them together are what the host must define
     widest = max(sorted(needs_of), key=lambda plugin: len(needs_of[plugin]))
     needs = tuple(sorted({version for versions in needs_of.values() for version in versions}))
-    return ImageFabric(mpi_library=widest, libfabric=next(iter(plugins.values())), needs=needs,
-                       plugins=tuple(sorted(plugins)))
+    return ImageFabric(mpi_library=widest, libfabric=next(iter(plugins.values())), needs=needs)

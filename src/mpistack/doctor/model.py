@@ -111,9 +111,15 @@ def said_once(findings: list[Finding]) -> list[Finding]:
     measured = {(f.cell, f.cause) for f in findings if f.cause and groups.get(f.rule) == "performance"}
     kept = [f for f in findings if not (f.cause and groups.get(f.rule) == "runs" and (f.cell, f.cause) in measured)]
     # an explanation two rules reach alike on a cell (latency's and bandwidth's "both sides on TCP") is said once
-    seen: set[tuple] = set()
-    kept = [f for f in kept if f.verdict != "ok" or not f.cause
-            or ((f.cell, f.cause, f.title) not in seen and not seen.add((f.cell, f.cause, f.title)))]
+    explained: set[tuple] = set()
+    once = []
+    for f in kept:
+        if f.verdict == "ok" and f.cause:
+            if (f.cell, f.cause, f.title) in explained:
+                continue
+            explained.add((f.cell, f.cause, f.title))
+        once.append(f)
+    kept = once
     cells = list(dict.fromkeys(f.cell for f in kept))
     return sorted(kept, key=lambda f: (cells.index(f.cell), -VERDICTS.index(f.verdict),
                                        _SPECIFIC.get(groups.get(f.rule, ""), 2)))

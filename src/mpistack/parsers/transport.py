@@ -66,7 +66,7 @@ _SINGLE_COPY = {"cma": "cma", "xpmem": "xpmem", "knem": "knem", "emulated": "non
 _SHM_UCX = {"sysv", "posix", "cma", "xpmem", "knem", "self"}
 # libfabric 1.17's "net" is its TCP sockets provider (protocol FI_PROTO_XNET, on an IP interface: fi_info -p net),
 # which later releases ship as "tcp"
-_TCP_PROVIDERS = {"tcp", "sockets", "udp", "net", "tcp;ofi_rxm", "udp;ofi_rxd", "sockets;ofi_rxm", "net;ofi_rxm"}
+_TCP_PROVIDERS = {"tcp", "sockets", "udp", "net"}  # and their layered forms, tcp;ofi_rxm, udp;ofi_rxd, ...
 _SHM_PROVIDERS = {"shm", "sm2"}
 _SHM_BTLS = {"vader", "sm", "self", "smcuda"}
 
@@ -136,7 +136,7 @@ def _ucx_paths(peers: list[list[str]]) -> dict[str, str]:
 def _provider_network(provider: str) -> str:
     if provider in _SHM_PROVIDERS:
         return "shm"
-    if provider in _TCP_PROVIDERS or provider.split(";")[0] in {"tcp", "sockets", "udp", "net"}:
+    if provider.split(";")[0] in _TCP_PROVIDERS:
         return "tcp"
     return "fabric"
 

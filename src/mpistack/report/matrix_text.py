@@ -85,14 +85,18 @@ def _speed(mbs: float | None) -> str:
     return "—" if mbs is None else f"{mbs / 1000:.3g} GB/s" if mbs >= 1000 else f"{number(mbs)} MB/s"
 
 
+def _largest_size(report: Report) -> int:
+    """The largest message size the report's rows measured (1 MiB without one): where the bounds are quoted."""
+    return max((size for row in report.rows.values() for size in row.figures if size), default=1 << 20)
+
+
 def bounds_line(report: Report) -> str | None:
     """The machine bounds on one line: memcpy and TCP at the largest size, TCP and the shared-memory floor at
     the smallest, and how many figures lie above the memcpy bound."""
     machine = report.bounds
     if machine is None:
         return None
-    sizes = [size for row in report.rows.values() for size in row.figures if size]
-    large = max(sizes, default=1 << 20)
+    large = _largest_size(report)
     floors = sorted(f.value for f in machine.of("shm-latency"))
     floor = (f"shm {floors[0]:.2g}" + (f"–{floors[-1]:.2g}" if f"{floors[-1]:.2g}" != f"{floors[0]:.2g}" else "")
              if floors else "shm —")
@@ -115,8 +119,7 @@ def network_line(report: Report) -> str | None:
     machine = report.bounds
     if machine is None:
         return None
-    sizes = [size for row in report.rows.values() for size in row.figures if size]
-    large = max(sizes, default=1 << 20)
+    large = _largest_size(report)
     latency, bandwidth = machine.net_latency_us(1), machine.net_bandwidth_mbs(large)
     if latency is None and bandwidth is None:
         return None

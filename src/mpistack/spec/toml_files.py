@@ -42,6 +42,9 @@ def _fields_at(model: type[BaseModel] | None, location: tuple) -> list[str]:
                   {field.alias for field in model.model_fields.values() if field.alias})
 
 
+_TABLE_ARRAY = re.compile(r"\s*\[\[\s*([\w.-]+)\s*\]\]")  # a [[name]] header
+
+
 def _line_of(text: str, location: tuple) -> int | None:
     """The line of the key at `location` in the TOML text (1-based), following array-of-tables headers
     ([[stack]] for stack.N): best effort, None where it cannot be told."""
@@ -51,8 +54,7 @@ def _line_of(text: str, location: tuple) -> int | None:
         if isinstance(part, str) and isinstance(following, int):
             names = {part, part.removesuffix("s")}  # `benchmarks` may be written as [[benchmark]] tables
             headers = [number for number, line in enumerate(lines)
-                       if number >= start and re.match(r"\s*\[\[\s*([\w.-]+)\s*\]\]", line)
-                       and re.match(r"\s*\[\[\s*([\w.-]+)", line).group(1) in names]
+                       if number >= start and (header := _TABLE_ARRAY.match(line)) and header.group(1) in names]
             if following < len(headers):
                 start = headers[following] + 1
         elif isinstance(part, str) and following is None:

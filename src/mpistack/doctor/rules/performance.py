@@ -274,15 +274,9 @@ def loss_above_eager(rule, perf: Performance):
             continue  # the library said it used single copy here: its absence cannot be the cause
         worst = min(item.row_class.slow, key=lambda slow: slow.worst_ratio)
         if noisy := _noisy_control(perf, key):
-            yield rule.finding(
-                "ok", f"slower above the eager limit ({format_size(eager)}): not judged (the A/A control was "
-                      f"{noisy})",
-                f"{_label(key)} is slower than its baseline from {format_size(min(slow_sizes))} on, but this "
-                f"campaign's A/A control was {noisy}, not Y: the machine could not tell two identical configurations "
-                "apart, so the loss may be its noise.",
-                "Rerun on a quieter machine (the A/A control Y) before looking for a cause.", subject=_subject(key),
-                cell=_cell(key), baseline=item.baseline, slow_from=format_size(min(slow_sizes)), eager_limit=eager,
-                anomaly="not judged")
+            yield _not_judged(rule, noisy, key, _cell(key), f"slower above the eager limit ({format_size(eager)})",
+                              f"{_label(key)} is slower than its baseline from {format_size(min(slow_sizes))} on",
+                              baseline=item.baseline, slow_from=format_size(min(slow_sizes)), eager_limit=eager)
             continue
         yield rule.finding(
             "warning", f"slower only above the eager limit ({format_size(eager)}): single-copy missing?",
@@ -438,6 +432,17 @@ def _noisy_control(perf: Performance, key) -> str | None:
     return controls[0].label if controls and controls[0].label != "Y" else None
 
 
+def _not_judged(rule, noisy: str, key, cell, effect: str, seen: str, **evidence):
+    """An effect no transport explains, on a machine whose A/A control is not Y: a machine that cannot tell two
+    identical configurations apart makes it no evidence of a cause, so it is said (ok), not raised."""
+    return rule.finding(
+        "ok", f"{effect}: not judged (the A/A control was {noisy})",
+        f"{seen}, but this campaign's A/A control was {noisy}, not Y: the machine could not tell two identical "
+        "configurations apart, so the effect may be its noise.",
+        "Rerun on a quieter machine (the A/A control Y) before looking for a cause.", subject=_subject(key),
+        cell=cell, anomaly="not judged", **evidence)
+
+
 def _explain(perf: Performance, item) -> tuple[int, str, dict]:
     """Why a candidate beats its baseline: (strength, the sentence, evidence)."""
     strength, sentence, evidence = _single_copy_or_cache(perf, item)
@@ -548,15 +553,9 @@ def faster_than_native(rule, perf: Performance):
         strength, sentence, evidence, item = min(explained, key=lambda entry: entry[0])
         noisy = _noisy_control(perf, item.key) if strength == UNEXPLAINED else None
         if noisy:
-            # a machine that cannot tell two identical configurations apart makes an unexplained effect no
-            # evidence of a cause: said, and not raised as a warning
-            yield rule.finding(
-                "ok", f"faster at {evidence['faster_at']}: not judged (the A/A control was {noisy})",
-                f"{_label(item.key)} beats {evidence['against']} in {item.key.benchmark}, but this campaign's A/A "
-                f"control was {noisy}, not Y: the machine could not tell two identical configurations apart, so an "
-                "effect that neither side's transport explains may be its noise.",
-                "Rerun on a quieter machine (the A/A control Y) before looking for a cause.",
-                subject=_subject(item.key), cell=cell, cause="faster", anomaly="not judged", **evidence)
+            yield _not_judged(rule, noisy, item.key, cell, f"faster at {evidence['faster_at']}",
+                              f"{_label(item.key)} beats {evidence['against']} in {item.key.benchmark}",
+                              cause="faster", **evidence)
             continue
         others = [f"{other.key.benchmark} against {_label(other.baseline_row)}: {_TITLES[kind]}"
                   for kind, _, _, other in explained if other is not item]
