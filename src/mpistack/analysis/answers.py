@@ -22,6 +22,7 @@ from ..spec.campaign import AnalysisEntry
 from .classes import RowClass, SizeRanges, classify, failed_class, format_sizes, untested_class
 from .bulk import collector_paused
 from .evidence import Row, RowKey, pair_launches
+from .sequential import answer_at_looks
 from .statistics import DEFAULT_FLOOR, MIN_PAIRS, PracticalFloor, SizeComparison, compare_many
 
 SYSTEM = "system"
@@ -37,22 +38,25 @@ class Settings:
     ranges: SizeRanges = SizeRanges()
     alpha: float = 0.05
     seed: int = 0
+    #: a sequential campaign's planned looks (rounds; analysis/sequential.py), () for a fixed design
+    looks: tuple[int, ...] = ()
 
     @property
     def confidence(self) -> float:
         return 1.0 - 2.0 * self.alpha
 
     @classmethod
-    def of(cls, entry: AnalysisEntry | dict | None) -> "Settings":
-        """The settings a campaign file's ``[analysis]`` table gives (as loaded, or as stored with the campaign)."""
+    def of(cls, entry: AnalysisEntry | dict | None, looks: tuple[int, ...] = ()) -> "Settings":
+        """The settings a campaign file's ``[analysis]`` table gives (as loaded, or as stored with the campaign);
+        ``looks``: the campaign's planned looks when it is sequential (spec.campaign.recorded_looks)."""
         entry = entry if isinstance(entry, AnalysisEntry) else AnalysisEntry.model_validate(entry or {})
         return cls(PracticalFloor(entry.floor, entry.floor_us), SizeRanges(entry.small_below, entry.large_from),
-                   entry.alpha)
+                   entry.alpha, looks=tuple(looks))
 
     def to_dict(self) -> dict:
         return {"floor": self.floor.relative, "floor_us": self.floor.absolute_us,
                 "small_below": self.ranges.small_below, "large_from": self.ranges.large_from, "alpha": self.alpha,
-                "confidence": self.confidence, "seed": self.seed}
+                "confidence": self.confidence, "seed": self.seed, "looks": list(self.looks)}
 
 
 @dataclass
@@ -74,6 +78,12 @@ class Answer:
 
     control: bool = False  # the campaign's A/A control (the system MPI against itself)
     slow_launches: tuple[float, float] = (math.nan, math.nan)  # each side's share of launches in a slow mode
+    # a sequential campaign (analysis/sequential.py): the rounds of the look the class was taken at and that
+    # look's level; for an open row, why it got no more rounds, or that it goes on
+    look: int = 0
+    look_alpha: float = math.nan
+    stopped: str = ""
+    continues: bool = False
 
     @property
     def label(self) -> str:
@@ -101,6 +111,8 @@ class Answer:
             "same_build_as_system": self.same_build_as_system,
             "slow_launches": {"candidate": _finite(self.slow_launches[0]), "baseline": _finite(self.slow_launches[1])},
             "sizes": [{"size": c.size, **_comparison_dict(c)} for c in self.sizes],
+            "look": self.look or None, "look_alpha": _finite(self.look_alpha), "stopped": self.stopped or None,
+            "continues": self.continues,
         }
 
 
@@ -283,7 +295,15 @@ def compare_pairs(pairs: Sequence[tuple[Row, Row | None]],
 
 @collector_paused()
 def answer(rows: dict[RowKey, Row], settings: Settings = Settings()) -> list[Answer]:
-    """Every row's answer against the system baseline and, where it differs, the same-stack one."""
+    """Every row's answer against the system baseline and, where it differs, the same-stack one; in a
+    sequential campaign (``settings.looks``), each taken at the look that settled it (analysis/sequential.py)."""
+    if settings.looks:
+        return answer_at_looks(rows, settings, _answer_now)
+    return _answer_now(rows, settings)
+
+
+def _answer_now(rows: dict[RowKey, Row], settings: Settings) -> list[Answer]:
+    """The answers on every launch the rows have, at the settings' level (a fixed design; or one look)."""
     plans: list[tuple[Row, str, Row | None, bool]] = []
     index = _system_index(rows)
     for row in sorted(rows.values(), key=lambda row: row.key):

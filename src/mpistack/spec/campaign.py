@@ -8,6 +8,9 @@
     [[stack]]  name = "debian-mpich"                   # a catalogue stack (built when missing)
     [[placement]]  ranks = 2
     repeats = 8                         # launches per case, interleaved in a random order (seed = ...)
+    pilot = 6                           # sequential: 6 rounds for every case, then rounds for open rows only,
+                                        # up to `repeats` rounds (the maximum)
+    budget = "15m"                      # the wall time the launches may take (s, m, h; or seconds)
     [[variant]]  name = "tcp"  env = { UCX_TLS = "tcp" }   # every non-native case once more with these
 
 Errors name the file, the field and what was expected.
@@ -16,11 +19,13 @@ Errors name the file, the field and what was expected.
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator,
+                      model_validator)
 
 from .benchmarks import BENCHMARK_NAMES
 from .provenance import Provenance
@@ -204,6 +209,57 @@ class SlurmEntry(_Model):
     workdir: SbatchValue | None = None
 
 
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|min|m|s)?", re.IGNORECASE)
+_SECONDS = {"h": 3600.0, "min": 60.0, "m": 60.0, "s": 1.0, None: 1.0}
+
+
+def parse_duration(value: str | int | float) -> float:
+    """Seconds from a duration as a person writes it: `900`, `900s`, `15m`, `15min`, `1h30m`, `1.5h`. A
+    ValueError says what was expected for anything else, zero or a negative time."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as 15m, 1h30m or 900 (seconds)")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    else:
+        text = value.strip().replace(" ", "")
+        parts = list(_DURATION.finditer(text))
+        if not text or "".join(part.group(0) for part in parts) != text or \
+                (len(parts) > 1 and any(part.group(2) is None for part in parts)):
+            raise ValueError("expected a duration such as 15m, 1h30m or 900 (seconds)")
+        seconds = sum(float(part.group(1)) * _SECONDS[(part.group(2) or "").lower() or None] for part in parts)
+    if not seconds > 0 or not math.isfinite(seconds):
+        raise ValueError("expected a positive time")
+    return seconds
+
+
+#: how far apart the planned looks of a sequential campaign are: each at about this many times the rounds of
+#: the one before (rounded up to an even count, so that every look ends a counterbalanced pair of rounds)
+LOOK_GROWTH = 1.5
+
+
+def planned_looks(pilot: int | None, maximum: int) -> tuple[int, ...]:
+    """The rounds after which a sequential campaign looks at its rows: the pilot, then about LOOK_GROWTH times
+    the rounds of the look before, up to the maximum; () for a fixed design (no pilot), whose one look is its
+    last round. The analysis splits its level over exactly these looks (analysis/sequential.py)."""
+    if pilot is None:
+        return ()
+    looks = [min(pilot, maximum)]
+    while looks[-1] < maximum:
+        grown = math.ceil(looks[-1] * LOOK_GROWTH)
+        grown += grown % 2
+        looks.append(min(max(grown, looks[-1] + 2), maximum))
+    return tuple(looks)
+
+
+def recorded_looks(spec: dict | None) -> tuple[int, ...]:
+    """The planned looks of a campaign as the store recorded it (() for one run as a fixed design)."""
+    spec = spec or {}
+    pilot, maximum = spec.get("pilot"), spec.get("repeats", 1)
+    if not isinstance(pilot, int) or not isinstance(maximum, int):
+        return ()
+    return planned_looks(pilot, maximum)
+
+
 def _checked_tags(tags: dict[str, str]) -> dict[str, str]:
     """Tags go on every run: one naming a run field must have its type (ranks = "two" is refused before the
     first case), and none may contradict what each case records of itself."""
@@ -236,8 +292,15 @@ class Campaign(_Model):
     #: seconds per case (at most a week)
     timeout: Annotated[float, Field(allow_inf_nan=False, gt=0, le=7 * 86400)] = 600
     retries: Annotated[int, Field(strict=True, ge=0, le=10)] = 1
-    #: launches per case; they are independent repeats, run interleaved with the cases they are compared with
+    #: launches per case; they are independent repeats, run interleaved with the cases they are compared with.
+    #: With `pilot`, the most rounds a case may get (the maximum of a sequential campaign)
     repeats: Annotated[int, Field(strict=True, ge=1, le=100)] = 1
+    #: a sequential campaign: this many rounds for every case, then rounds for the cases of open rows only, at
+    #: planned looks (docs/analysis.md, "Sequential campaigns"); absent: every case gets `repeats` launches
+    pilot: Annotated[int, Field(strict=True, ge=2, le=100)] | None = None
+    #: the wall time the launches may take, in seconds (written `15m`, `1h30m`, `900s` or a number of seconds);
+    #: a round starts only when what is left of it fits
+    budget: Annotated[float, BeforeValidator(parse_duration)] | None = None
     #: the random order of the cases (recorded with the campaign; drawn when absent)
     seed: Annotated[int, Field(strict=True, ge=0, lt=2**63)] | None = None
     #: "random" (rounds of repeats, each in an order drawn from the seed) or "matrix" (as listed: for
@@ -276,6 +339,20 @@ class Campaign(_Model):
             if "approach" in data and "approaches" not in data:
                 data["approaches"] = data.pop("approach")
         return data
+
+    @field_validator("pilot")
+    @classmethod
+    def _pilot_within_maximum(cls, pilot: int | None, info: ValidationInfo) -> int | None:
+        repeats = info.data.get("repeats")
+        if pilot is not None and isinstance(repeats, int) and pilot > repeats:
+            raise ValueError(f"more than repeats = {repeats}, the most rounds a case may get: lower "
+                             "the pilot or raise repeats")
+        return pilot
+
+    @property
+    def looks(self) -> tuple[int, ...]:
+        """The rounds after which the campaign looks at its rows (planned_looks)."""
+        return planned_looks(self.pilot, self.repeats)
 
     @model_validator(mode="after")
     def _unique_names(self) -> "Campaign":
