@@ -12,8 +12,8 @@ from sqlalchemy import Engine
 from ..spec.campaign import Campaign, CampaignError
 from ..store.campaigns import campaign_spec, latest_campaign, replace_campaign_spec
 
-#: fields whose change does not alter what is measured
-IGNORED_FIELDS = frozenset({"description"})
+#: fields whose change does not alter what is measured (a new budget only says how long this session may take)
+IGNORED_FIELDS = frozenset({"description", "budget"})
 SHOWN_CHANGES = 8
 
 

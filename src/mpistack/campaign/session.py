@@ -8,8 +8,9 @@ import shlex
 import shutil
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 from rich.console import Console
 from rich.markup import escape
@@ -28,7 +29,7 @@ from ..store.campaigns import (campaign_statuses, finished_case_keys, latest_cam
                                next_campaign_id, start_campaign, unlock_campaign)
 from ..store.address import store_identity
 from ..store.database import StoreUnavailable
-from . import journal, preflight, probe, schedule, stages
+from . import journal, preflight, probe, schedule, sequence, stages
 from .bounds import measure_for_campaign
 from .batch import BatchRun
 from .matrix import expand, resolve_stacks
@@ -65,6 +66,8 @@ class SessionResult:
     kept: Path | None = None  # the work directory, kept for a campaign that failed or stopped; else removed
     replayed: int = 0  # cases stored from the journal an earlier run left
     ok: int = 0  # runs of the campaign that ended ok, earlier runs' included
+    #: a sequential campaign's open rows and why each got no more rounds (budget, maximum, the control)
+    unsettled: list[tuple[str, str]] = field(default_factory=list)
 
 
 def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
@@ -86,7 +89,15 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
     checker = preflight.checker(resources)
     if checker is not None:
         found.warnings += preflight.check_options(campaign, cases, checker)
+    pilot = sequence.pilot_estimate(campaign, cases, database, found.refused)
+    if campaign.pilot or campaign.budget:
+        cases = [case for case in cases if case.repeat <= sequence.stages_of(campaign)[0].last]
+        size = pilot
+        if warning := _budget_warning(campaign, pilot):
+            found.warnings.append(warning)
     console.print(f"campaign {shown(campaign.name)}: {shown(size.describe())}", highlight=False)
+    if campaign.pilot or campaign.budget:
+        console.print(shown(sequence.describe_plan(campaign, pilot)), highlight=False)
     _print_survey(console, found)
     if checker is None:
         console.print("[dim]benchmark options not checked: no mpistack-bench is built yet (the run checks "
@@ -95,7 +106,7 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
         console.print(f"[yellow]the run asks for --yes[/yellow]: {shown(reason)}", highlight=False)
     reasons = {reason: number for number, reason in enumerate(found.skipped, start=1)}
     order = schedule.describe_order(campaign.order, campaign.seed, cases)
-    console.print(f"the launches, {shown(order)}:", highlight=False)
+    console.print(f"the launches{' of the pilot' if campaign.pilot else ''}, {shown(order)}:", highlight=False)
     before = None
     for index, case in enumerate(cases, start=1):
         if line := schedule.heading(case, before):
@@ -128,6 +139,11 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
     return len(cases)
 
 
+def _budget_warning(campaign: Campaign, pilot) -> str | None:
+    """The budget against the pilot's cost: None, a warning, or (CampaignError) a budget the pilot cannot fit."""
+    return sequence.check_budget(campaign, pilot)
+
+
 def _print_survey(console: Console, found: preflight.Preflight) -> None:
     """The launches per stack and approach, the skip reasons (numbered, each once with its count), warnings."""
     for line in preflight.summary(found):
@@ -148,15 +164,20 @@ def with_seed(campaign: Campaign) -> Campaign:
 
 
 def run(campaign: Campaign, database: Engine, console: Console, *, resume: bool = False, force: bool = False,
-        yes: bool = False, needs: preflight.VerdictNeeds | None = None) -> SessionResult:
+        yes: bool = False, needs: preflight.VerdictNeeds | None = None,
+        judge: sequence.Judge | None = None) -> SessionResult:
     """Run the campaign's cases (the ones its latest run left, with `resume`), holding its lock in the store:
     a second runner of the same campaign is refused (CampaignLocked). `force`: resume although the campaign
     file changed (CampaignChanged otherwise); `yes`: run a campaign beyond the size guard (CampaignTooLarge
     otherwise). StoreLost when the store goes away for good mid-campaign. `needs`: as for `dry_run`; benchmark
-    options mpistack-bench rejects stop the run before anything launches (CampaignError)."""
+    options mpistack-bench rejects stop the run before anything launches (CampaignError). `judge`: what the
+    analysis says of the rows after a look (a sequential campaign: `pilot` set; campaign/sequence.py)."""
+    if campaign.pilot and judge is None:
+        raise CampaignError(f"{campaign.path or campaign.name}: pilot = {campaign.pilot} needs the analysis to "
+                            "judge the rows between stages")
     lock_campaign(database, campaign.name)
     try:
-        return _run(campaign, database, console, resume, force, yes, needs)
+        return _run(campaign, database, console, resume, force, yes, needs, judge)
     except OSError as error:
         if error.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
@@ -172,13 +193,20 @@ def run(campaign: Campaign, database: Engine, console: Console, *, resume: bool 
 
 
 def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, force: bool,
-         yes: bool, needs: preflight.VerdictNeeds | None = None) -> SessionResult:
+         yes: bool, needs: preflight.VerdictNeeds | None = None,
+         judge: sequence.Judge | None = None) -> SessionResult:
     start = time.monotonic()
     campaign_id, campaign = resumed(campaign, database, force) if resume else (None, campaign)
     campaign = with_seed(campaign)
     stacks = resolve_stacks(campaign)
     cases = expand(campaign, stacks)
     size = estimate(campaign, cases, database)
+    staged = bool(campaign.pilot or campaign.budget)
+    if staged and LAUNCHERS.get(campaign.launcher).can.batch:
+        raise CampaignError(f"{campaign.path or campaign.name}: pilot and budget need a launcher that runs cases "
+                            f"one by one (local); under {campaign.launcher} set repeats alone (a fixed design)")
+    if staged:  # a budget the pilot cannot fit, by earlier runs' durations: an error before anything starts
+        sequence.check_budget(campaign, sequence.pilot_estimate(campaign, cases, database))
     if (reason := size.too_large()) and not yes:
         raise CampaignTooLarge(f"{campaign.path or campaign.name}: {size.describe()}: {reason}; add --yes to run "
                                "it (or narrow the matrix: include and exclude filters, fewer repeats)")
@@ -208,9 +236,20 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
     already = len(cases) - len(todo)
     found = preflight.survey(campaign, todo, resources, needs)
     size = estimate(campaign, cases, database, found.refused)  # the refusals known now launch nothing
+    launches: Iterable[Case] = todo
+    if staged:
+        pilot = sequence.pilot_estimate(campaign, todo, database, found.refused)
+        if warning := _budget_warning(campaign, pilot):  # a budget the pilot cannot fit ends the run here
+            found.warnings.append(warning)
+        per_launch = pilot.seconds / pilot.launches if pilot.launches else 0.0
+        launches = sequence.Launches(campaign, cases, done, judge, campaign_id, per_launch=per_launch,
+                                     say=lambda text: console.print(shown(text), highlight=False))
+        size = pilot
     console.print(f"campaign {shown(campaign.name)} (#{campaign_id}): {len(todo)} case(s) to run"
                   + (f", {already} already done" if already else "") + f"; order seed {campaign.seed}; "
                   + shown(size.describe()), highlight=False)
+    if staged:
+        console.print(shown(sequence.describe_plan(campaign, pilot)), highlight=False)
     _print_survey(console, found)
     try:
         with _StopRaises():  # from here on SIGTERM and SIGHUP stop the run as Ctrl-C does, an image build too
@@ -227,7 +266,8 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
                                  tags={**campaign.tags, "campaign": campaign.name}, journal=kept,
                                  on_store_retry=store_retry)
     try:
-        ran, interrupted = (_run_batched if batch else _run_locally)(context, todo, console, found)
+        ran, interrupted = (_run_batched(context, todo, console, found) if batch
+                            else _run_locally(context, launches, console, found, probed=todo))
     except StoreUnavailable as error:
         waiting = len(kept.pending())
         raise StoreLost(f"{error}. The campaign stopped: {waiting} finished case(s) the store did not take are kept "
@@ -235,6 +275,7 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
                         f"{campaign.path or 'CAMPAIGN'} --resume` stores them first and runs the rest") from error
     if interrupted:
         console.print("[yellow]interrupted[/yellow]: finished cases are stored; `--resume` runs the rest")
+    unsettled = launches.conclude() if isinstance(launches, sequence.Launches) else []
     statuses = campaign_statuses(database, campaign_id)
     failed = sum(count for status, count in statuses.items()
                  if status not in (RunStatus.OK.value, RunStatus.SKIPPED.value))
@@ -242,7 +283,7 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
     if workdir is None:
         shutil.rmtree(resources.workdir, ignore_errors=True)  # scratch of a campaign that ended well
     return SessionResult(campaign_id, ran, already, interrupted, time.monotonic() - start, failed, workdir,
-                         replayed, statuses.get(RunStatus.OK.value, 0))
+                         replayed, statuses.get(RunStatus.OK.value, 0), unsettled)
 
 
 def _replay(database: Engine, kept: journal.Journal, console: Console, on_retry) -> int:
@@ -278,6 +319,12 @@ class _Display:
 
     def describe(self, text: str) -> None:
         self.progress.update(self.task, description=shown(text))
+
+    def grow(self, total: int) -> None:
+        """A sequential campaign's later stages add launches as their looks choose them."""
+        if total != self.total:
+            self.total = total
+            self.progress.update(self.task, total=total)
 
     def ended(self, case, outcome: stages.Outcome) -> None:
         self.done += 1
@@ -335,23 +382,32 @@ class _Interrupt:
             signal.signal(number, handler)
 
 
-def _run_locally(context: stages.CaseContext, todo: list[Case], console: Console,
-                 announced: preflight.Preflight | None = None) -> tuple[int, bool]:
+def _run_locally(context: stages.CaseContext, todo: Iterable[Case], console: Console,
+                 announced: preflight.Preflight | None = None, probed: list[Case] | None = None) -> tuple[int, bool]:
     """Case after case on this machine; returns the cases that ended and whether the run was interrupted.
-    `announced`: the skips the run's start said (not said again)."""
+    `announced`: the skips the run's start said (not said again). `todo` a sequence.Launches: its stages, as
+    its looks choose them; `probed`: the cases whose configurations are probed (default: `todo`)."""
     launcher = context.launcher
+    staged = todo if isinstance(todo, sequence.Launches) else None
+    probed = probed if probed is not None else list(todo)
     for what in launcher.end_leftovers():
         console.print(f"[yellow]ended what an earlier run left[/yellow]: {shown(what)}", highlight=False)
-    with _Interrupt(launcher.interrupt) as interrupt, _Display(console, len(todo), announced) as display:
+    with _Interrupt(launcher.interrupt) as interrupt, _Display(console, 0 if staged else len(probed),
+                                                               announced) as display:
         # transport evidence first, once per configuration, so that no probe runs between timed cases
-        context.transports = probe.probe_configurations(launcher, context.campaign.name, todo, context.resources,
+        context.transports = probe.probe_configurations(launcher, context.campaign.name, probed, context.resources,
                                                         lambda: interrupt.stopped, display.describe)
         for case in todo if not interrupt.stopped else []:
-            display.describe(case.describe())
+            if staged is not None:
+                display.grow(staged.planned)
+            display.describe(f"{staged.status} · {case.describe()}" if staged and staged.status
+                             else case.describe())
             outcome = stages.run_case(context, case)
             if outcome is None:
                 break
             display.ended(case, outcome)
+            if staged is not None:
+                staged.ended(case, outcome.seconds)
             if interrupt.stopped:
                 break
     return display.done, interrupt.stopped

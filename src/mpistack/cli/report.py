@@ -29,16 +29,18 @@ def default_report_dir(db: str | None) -> Path:
 
 
 def settings_from(floor: float | None = None, floor_us: float | None = None, small_below: int | None = None,
-                  large_from: int | None = None, recorded: dict | None = None):
+                  large_from: int | None = None, recorded: dict | None = None, looks: tuple[int, ...] = ()):
     """analysis.answers.Settings from the options given, else the campaign's recorded [analysis] table, else the
-    defaults: the options override the table, and the campaign file's own model checks the result."""
+    defaults: the options override the table, and the campaign file's own model checks the result. `looks`: a
+    sequential campaign's planned looks (spec.campaign.recorded_looks)."""
     from pydantic import ValidationError
 
     from ..analysis.answers import Settings
 
     options = {"floor": floor, "floor_us": floor_us, "small_below": small_below, "large_from": large_from}
     try:
-        return Settings.of({**(recorded or {}), **{key: value for key, value in options.items() if value is not None}})
+        return Settings.of({**(recorded or {}), **{key: value for key, value in options.items() if value is not None}},
+                           looks)
     except ValidationError as error:
         fail("; ".join(_setting_problem(problem) for problem in error.errors()))
 
@@ -155,6 +157,7 @@ def report(
     from ..report.data import collect
     from ..report.write import FORMATS, render_report, write_report
     from ..store.campaigns import campaign_name, campaign_spec, latest_campaign, newest_campaign
+    from ..spec.campaign import recorded_looks
     from ..store.query import WhereError
 
     filters = where_filters(where)
@@ -177,8 +180,9 @@ def report(
         campaign_id = newest_campaign(store)
         if campaign_id is None:
             fail(f"{db_name(db)} has no campaign: name one, or choose runs with --where")
-    recorded = (campaign_spec(store, campaign_id) or {}).get("analysis") if campaign_id is not None else None
-    settings = settings_from(floor, floor_us, small_below, large_from, recorded)
+    spec = (campaign_spec(store, campaign_id) or {}) if campaign_id is not None else {}
+    recorded = spec.get("analysis") if campaign_id is not None else None
+    settings = settings_from(floor, floor_us, small_below, large_from, recorded, recorded_looks(spec))
     try:
         if campaign_id is not None:
             result = campaign_report(store, campaign_id, campaign_name(store, campaign_id), settings, filters,

@@ -27,25 +27,34 @@ def run(
                                                         "changed, recording the new file.")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Run a campaign beyond the size guard (more than 5000 cases "
                                                     "or an estimated day).")] = False,
+    budget: Annotated[str | None, typer.Option("--budget", metavar="TIME", help="The wall time the launches may "
+                                               "take (15m, 1h30m, 900s), instead of the campaign file's budget: a "
+                                               "round starts only when it fits.")] = None,
     db: DbOption = None,
 ) -> None:
     """Run a campaign: every stack x approach x benchmark x placement, each result stored as its case ends."""
     from sqlalchemy.exc import SQLAlchemyError
 
     from ..campaign import session
-    from ..spec.campaign import CampaignError, load_campaign
+    from ..spec.campaign import CampaignError, load_campaign, parse_duration
     from ..store.campaigns import CampaignLocked
     from ..store.database import hide_password
 
     url = db or GlobalOptions.db
     try:
         campaign = load_campaign(campaign_file)
+        if budget is not None:
+            try:
+                campaign = campaign.model_copy(update={"budget": parse_duration(budget)})
+            except ValueError as problem:
+                fail(f"--budget {budget}: {problem}")
         needs = verdict_needs(campaign.analysis.alpha)
         if dry_run:
             session.dry_run(campaign, out, database=_existing_store(db), needs=needs, store_name=url)
             return
         store = database(db)
-        result = session.run(campaign, store, out, resume=resume, force=force, yes=yes, needs=needs)
+        result = session.run(campaign, store, out, resume=resume, force=force, yes=yes, needs=needs,
+                             judge=sequential_judge(store, campaign) if campaign.pilot else None)
     except (CampaignError, CampaignLocked) as error:
         fail(hide_password(str(error), url))
     except session.StoreLost as error:
@@ -56,7 +65,8 @@ def run(
     out.print(f"campaign #{result.campaign_id}: {result.ran} case(s) run in {result.seconds:.0f} s"
               + (f", {result.failed} run(s) not ok" if result.failed else "") + f"; results in {db_name(db)}{kept}",
               highlight=False, soft_wrap=True)
-    _report(store, result.campaign_id, campaign.name, campaign.analysis.model_dump(), db)
+    _print_unsettled(result.unsettled)
+    _report(store, result.campaign_id, campaign.name, campaign.analysis.model_dump(), db, campaign.looks)
     if result.interrupted:
         raise typer.Exit(130)
     if result.ok == 0:
@@ -64,6 +74,54 @@ def run(
                   f"(`mpistack runs -w campaign={result.campaign_id} -w status=failed` lists why)",
                   highlight=False, soft_wrap=True)
         raise typer.Exit(NOTHING_OK_EXIT)
+
+
+#: open rows listed by name at the end of a sequential campaign (the rest counted)
+SHOWN_UNSETTLED = 20
+
+
+def sequential_judge(store, campaign):
+    """What the analysis says of a sequential campaign's rows after the rounds up to a look: the rule of
+    analysis/sequential.py, the very one a report of the stored rounds applies (campaign/sequence.py asks it
+    between stages)."""
+    from ..analysis.answers import Settings, answer
+    from ..analysis.evidence import load_rows
+    from ..analysis.sequential import DECIDED, until_round
+    from ..campaign.sequence import Look
+    from ..store.query import Where
+
+    settings = Settings.of(campaign.analysis, looks=campaign.looks)
+
+    def judge(campaign_id: int, through: int) -> Look:
+        rows = {key: until_round(row, through)
+                for key, row in load_rows(store, [Where("campaign", "=", campaign_id)]).items()}
+        answers = answer(rows, settings)
+        going_on, stopped = {}, []
+        for a in answers:
+            key = a.key
+            name = (f"{key.stack} {key.approach}" + (f"+{key.variant}" if key.variant != "default" else "")
+                    + f" {key.benchmark} {key.placement} {key.buffers} against {a.baseline}")
+            if a.continues and not a.control:
+                going_on[(key.stack, key.approach, key.variant, key.benchmark, key.ranks, key.nodes,
+                          key.buffers)] = name
+            elif a.stopped:
+                stopped.append((name, a.stopped))
+        decided = sum(a.label in DECIDED for a in answers)
+        return Look(going_on, decided, len(answers) - decided, stopped)
+
+    return judge
+
+
+def _print_unsettled(unsettled: list[tuple[str, str]]) -> None:
+    """A sequential campaign's open rows, each with why it got no more rounds."""
+    if not unsettled:
+        return
+    out.print(f"{len(unsettled)} row(s) left open:", highlight=False)
+    for name, why in unsettled[:SHOWN_UNSETTLED]:
+        out.print(f"  {name}: {why}", highlight=False, soft_wrap=True)
+    if len(unsettled) > SHOWN_UNSETTLED:
+        out.print(f"  and {len(unsettled) - SHOWN_UNSETTLED} more (the report gives each one's reason)",
+                  highlight=False)
 
 
 def verdict_needs(alpha: float):
@@ -96,7 +154,7 @@ def _existing_store(db: str | None):
         return None
 
 
-def _report(store, campaign_id: int, name: str, analysis: dict, db: str | None) -> None:
+def _report(store, campaign_id: int, name: str, analysis: dict, db: str | None, looks: tuple[int, ...] = ()) -> None:
     """The answer (the matrix against both baselines, the cause of each slower or failing cell), and the report
     (every format) beside the database, judged by the campaign's [analysis] settings. The results are stored
     whatever happens here, so a failure is reported and the run's exit status kept."""
@@ -105,7 +163,7 @@ def _report(store, campaign_id: int, name: str, analysis: dict, db: str | None) 
     from .report import campaign_report, default_report_dir, settings_from
 
     try:
-        report = campaign_report(store, campaign_id, name, settings_from(recorded=analysis))
+        report = campaign_report(store, campaign_id, name, settings_from(recorded=analysis, looks=looks))
         report.settings_origin = "the campaign's [analysis] table"
         print_answer(report, out, hint=f"mpistack report {name}")
         failing = [a for a in report.answers if a.control and a.baseline == "system" and a.label != "Y"]

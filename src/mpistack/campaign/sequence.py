@@ -1,0 +1,208 @@
+"""A sequential campaign's launches: a pilot of rounds for every case, then stages of rounds for the cases of
+open rows only, up to the maximum, within a time budget.
+
+    pilot   rounds 1 .. pilot of every case, in the campaign's own order (campaign/schedule.py)
+    look    after each stage, the analysis says which rows are settled (handed in as `judge`: the campaign
+            stage does not import the analysis, which comes after it); the level of each look is planned
+            (analysis/sequential.py), so looking does not raise the error rates
+    stage   the rounds up to the next planned look, for the cases of rows that go on, each with its
+            baselines (a baseline runs while any of its candidates is open) and the A/A control in every
+            round; blocks paired and counterbalanced as in any round (schedule.schedule)
+    budget  a stage starts only when its estimated cost (the launches' durations seen so far) fits in what
+            is left; no launch starts once the budget is spent
+
+Every decision is a function of the stored rounds up to a look, so `--resume` takes the same path again:
+a stage's launches are those the look before it chose, less those already stored.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Mapping, Sequence
+
+from sqlalchemy import Engine
+
+from ..spec.campaign import Campaign, CampaignError
+from ..spec.case import Case
+from . import schedule
+from .estimate import Estimate, duration, estimate
+
+#: a row as the analysis names it: stack, approach, variant, benchmark, ranks, nodes, buffers
+RowIdentity = tuple[str, str, str, str, int, int, str]
+
+
+def row_identity(case: Case) -> RowIdentity:
+    return (case.stack.name, case.approach.name, case.variant_name, case.benchmark.name, case.placement.ranks,
+            case.placement.nodes, case.buffers)
+
+
+@dataclass(frozen=True)
+class Look:
+    """What the analysis says of the campaign's rows after the rounds up to a look."""
+
+    going_on: Mapping[RowIdentity, str]  # open rows that get more rounds (the A/A control aside), with a name
+    decided: int  # rows settled (Y, (Y), N)
+    open: int  # rows not settled, going on or not
+    stopped: Sequence[tuple[str, str]] = ()  # open rows that get no more rounds: (name, why)
+
+
+#: the campaign id and the last round to read -> the look there (the caller's analysis)
+Judge = Callable[[int, int], Look]
+
+
+@dataclass(frozen=True)
+class Stage:
+    first: int  # rounds, inclusive
+    last: int
+
+
+def stages_of(campaign: Campaign) -> list[Stage]:
+    """The stages: the pilot, then the rounds up to each planned look; one stage for a fixed design."""
+    looks = campaign.looks or (campaign.repeats,)
+    return [Stage(before + 1, rounds) for before, rounds in zip((0, *looks), looks)]
+
+
+def pilot_estimate(campaign: Campaign, cases: Sequence[Case], database: Engine | None = None,
+                   refused: frozenset[str] | set[str] = frozenset()) -> Estimate:
+    """How long the pilot (every case's first stage) should take, by campaign/estimate.py."""
+    first = stages_of(campaign)[0]
+    return estimate(campaign, [case for case in cases if case.repeat <= first.last], database, refused)
+
+
+def describe_plan(campaign: Campaign, pilot: Estimate) -> str:
+    """The sequential plan in a sentence, for the dry run and the run's start."""
+    budget = f"; budget {duration(campaign.budget)}" if campaign.budget else ""
+    if not campaign.pilot:
+        return f"every case {campaign.repeats} times (a fixed design){budget}"
+    looks = ", ".join(str(rounds) for rounds in campaign.looks)
+    return (f"sequential: a pilot of {campaign.pilot} rounds for every case ({pilot.launches} launches, "
+            f"{_cost(pilot)}), then rounds for the cases of open rows only, looks after {looks} rounds (the "
+            f"maximum){budget}")
+
+
+def _cost(pilot: Estimate) -> str:
+    if pilot.from_history:
+        return f"estimated {duration(pilot.seconds)}"
+    return f"at most {duration(pilot.at_timeouts)} at the cases' timeouts; no earlier runs to go by"
+
+
+def check_budget(campaign: Campaign, pilot: Estimate) -> str | None:
+    """Before any launch: a budget the pilot cannot fit is an error when earlier runs tell the pilot's cost,
+    a warning (with the figures) when only the timeouts do."""
+    if campaign.budget is None or pilot.seconds <= campaign.budget:
+        return None
+    where = campaign.path or campaign.name
+    text = (f"{where}: budget = {duration(campaign.budget)} is less than the pilot's {_cost(pilot)} "
+            f"({pilot.launches} launches)")
+    if pilot.from_history >= pilot.launches:
+        raise CampaignError(f"{text}: raise the budget or lower the pilot (the pilot is what every case needs "
+                            "before any row can be settled)")
+    return f"{text}: the budget may end the pilot before its look"
+
+
+@dataclass
+class Launches:
+    """The cases to launch, stage by stage, as the looks choose them. Iterate it to get them; tell it how
+    long each took (`ended`); `stopped` says why it ended early ("" when it ran its course)."""
+
+    campaign: Campaign
+    cases: Sequence[Case]  # every case of the campaign, every round, in the campaign's order
+    done: frozenset[str] | set[str]  # keys already stored (--resume)
+    judge: Judge | None
+    campaign_id: int
+    say: Callable[[str], None] = lambda text: None
+    per_launch: float = 0.0  # seconds a launch is expected to take before any has run here
+    clock: Callable[[], float] = time.monotonic
+    stopped: str = ""
+    look: Look | None = None
+    planned: int = 0  # launches chosen so far (the progress bar's total)
+    status: str = ""  # rows decided and open, time left: for the progress line
+    _seconds: dict[tuple, list[float]] = field(default_factory=dict)
+    _start: float | None = None
+
+    def __iter__(self) -> Iterator[Case]:
+        self._start = self.clock()
+        stages = stages_of(self.campaign)
+        for number, stage in enumerate(stages):
+            chosen = self._stage_cases(stage, number)
+            if chosen is None:
+                return
+            todo = [case for case in chosen if case.key not in self.done]
+            if number and self.campaign.budget is not None and todo:
+                cost = sum(self._expected(case) for case in todo)
+                if cost > self.left():
+                    self.stopped = "budget"
+                    self.say(f"rounds {stage.first}–{stage.last} ({len(todo)} launches, about {duration(cost)}) do "
+                             f"not fit in the {duration(self.left())} left of the budget: stopping here")
+                    return
+            self.planned += len(todo)
+            if number:
+                self.say(f"rounds {stage.first}–{stage.last}: {len(todo)} launches"
+                         + (f", about {duration(sum(self._expected(case) for case in todo))}" if todo else ""))
+            for case in todo:
+                if self.campaign.budget is not None and self.left() <= 0:
+                    self.stopped = "budget"
+                    self.say("the budget is spent: no more launches")
+                    return
+                yield case
+
+    def ended(self, case: Case, seconds: float) -> None:
+        self._seconds.setdefault((case.benchmark.name, case.approach.name), []).append(seconds)
+
+    def left(self) -> float:
+        if self.campaign.budget is None:
+            return float("inf")
+        spent = 0.0 if self._start is None else self.clock() - self._start
+        return self.campaign.budget - spent
+
+    def _expected(self, case: Case) -> float:
+        """A launch's expected duration: the mean of this run's launches of its benchmark and approach, else
+        of all its launches, else the estimate from before the run."""
+        seen = self._seconds.get((case.benchmark.name, case.approach.name))
+        if seen:
+            return sum(seen) / len(seen)
+        every = [seconds for durations in self._seconds.values() for seconds in durations]
+        return sum(every) / len(every) if every else self.per_launch
+
+    def _stage_cases(self, stage: Stage, number: int) -> list[Case] | None:
+        """The stage's cases in run order; None when the look before it ends the campaign."""
+        in_stage = [case for case in self.cases if stage.first <= case.repeat <= stage.last]
+        if number == 0 or self.judge is None:
+            return in_stage  # the pilot, or a fixed design: every case, as scheduled
+        self.look = look = self.judge(self.campaign_id, stage.first - 1)
+        left = "" if self.campaign.budget is None else f"; {duration(max(self.left(), 0))} of the budget left"
+        self.status = f"{look.decided} decided, {look.open} open"
+        self.say(f"look after {stage.first - 1} rounds: {look.decided} row(s) decided, {look.open} open, "
+                 f"{len(look.going_on)} going on{left}")
+        if not look.going_on:
+            self.stopped = "decided"
+            return None
+        first = [case for case in in_stage if getattr(case, "launch", 1) == 1]
+        chosen = _with_baselines([case for case in first if row_identity(case) in look.going_on
+                                  or (case.variant is not None and case.variant.control)], first)
+        blocks = self.campaign.order != "matrix"
+        return schedule.schedule(chosen, (self.campaign.seed or 0) + stage.first if blocks else None, blocks)
+
+    def conclude(self) -> list[tuple[str, str]]:
+        """After the run: each open row and why it got no more rounds (the last look, on every round stored)."""
+        if self.judge is None:
+            return []
+        self.look = look = self.judge(self.campaign_id, self.campaign.repeats)
+        going = {"budget": "budget: the next rounds did not fit in what was left of it",
+                 "": "interrupted"}.get(self.stopped, self.stopped)
+        return [*look.stopped, *((name, going) for name in look.going_on.values())]
+
+
+def _with_baselines(chosen: list[Case], cases: Sequence[Case]) -> list[Case]:
+    """The chosen cases and, in each round, the baselines they are compared with (schedule.baselines)."""
+    groups: dict[tuple, list[Case]] = {}
+    for case in cases:
+        groups.setdefault((case.repeat, schedule.comparison_group(case)), []).append(case)
+    keys = {case.key for case in chosen}
+    for case in list(chosen):
+        for baseline in schedule.baselines(case, groups[(case.repeat, schedule.comparison_group(case))]):
+            if baseline.key not in keys:
+                keys.add(baseline.key)
+                chosen.append(baseline)
+    return [case for case in cases if case.key in keys]  # in the listed order
