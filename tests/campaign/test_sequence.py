@@ -1,0 +1,164 @@
+"""A sequential campaign's launches: the pilot for every case, then only the cases of open rows with their
+baselines and the A/A control, in paired blocks; a stage that does not fit the budget is not started; the
+campaign file's pilot, maximum and budget checked before anything runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpistack.campaign.estimate import Estimate
+from mpistack.campaign.matrix import expand
+from mpistack.campaign.schedule import baselines, comparison_group
+from mpistack.campaign.sequence import Launches, Look, check_budget, row_identity, stages_of
+from mpistack.spec.campaign import CampaignError, load_campaign_text
+
+CAMPAIGN = """name = "seq"
+repeats = 16
+pilot = 6
+approaches = ["native", "container"]
+benchmarks = ["latency", "bw"]
+[[stack]]
+name = "host-mpich"
+host = "mpich"
+[[stack]]
+name = "debian-mpich"
+[[stack]]
+name = "pip-mpich"
+[[placement]]
+ranks = 2
+[[variant]]
+name = "a-a"
+control = true
+env = { MPISTACK_CONTROL = "a-a" }
+stacks = ["host-mpich"]
+approaches = ["native"]
+"""
+
+
+def campaign(text: str = CAMPAIGN, **changes):
+    return load_campaign_text(text, "seq.toml").model_copy(update={"seed": 9, **changes})
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def run_all(launches: Launches, clock: Clock | None = None, seconds: float = 1.0) -> list:
+    ran = []
+    for case in launches:
+        ran.append(case)
+        if clock is not None:
+            clock.now += seconds
+        launches.ended(case, seconds)
+    return ran
+
+
+def test_the_stages_end_at_the_planned_looks():
+    assert [(stage.first, stage.last) for stage in stages_of(campaign())] == [(1, 6), (7, 10), (11, 16)]
+    assert [(stage.first, stage.last) for stage in stages_of(campaign(pilot=None))] == [(1, 16)]
+
+
+def test_after_the_pilot_only_open_rows_launch_with_their_baselines_and_the_control():
+    chosen = campaign()
+    cases = expand(chosen)
+    open_row = next(case for case in cases if case.stack.name == "pip-mpich" and case.approach.name == "container"
+                    and case.benchmark.name == "bw")
+    looks = []
+
+    def judge(campaign_id: int, through: int) -> Look:
+        looks.append(through)
+        return Look({row_identity(open_row): "pip-mpich container bw"}, decided=7, open=1)
+
+    ran = run_all(Launches(chosen, cases, set(), judge, 1))
+    assert looks == [6, 10]
+    pilot = [case for case in ran if case.repeat <= 6]
+    assert len(pilot) == len([case for case in cases if case.repeat <= 6])  # every case in the pilot
+    later = [case for case in ran if case.repeat > 6]
+    assert {(case.stack.name, case.approach.name, case.variant_name, case.benchmark.name) for case in later} == {
+        ("pip-mpich", "container", "default", "bw"),  # the open row
+        ("pip-mpich", "native", "default", "bw"),  # its same-stack baseline
+        ("host-mpich", "native", "default", "bw"),  # its system baseline, and the control's
+        ("host-mpich", "native", "a-a", "bw"), ("host-mpich", "native", "a-a", "latency"),  # the control
+        ("host-mpich", "native", "default", "latency"),
+    }
+    for repeat in range(7, 17):  # each open candidate beside its baselines in its block
+        in_round = [case for case in later if case.repeat == repeat]
+        candidate = next(case for case in in_round if case.stack.name == "pip-mpich" and
+                         case.approach.name == "container")
+        group = [case for case in in_round if comparison_group(case) == comparison_group(candidate)]
+        block = [case for case in group if case.block == candidate.block]
+        assert {b.key.split("/r")[0] for b in baselines(candidate, group)} <= {c.key.split("/r")[0] for c in block}
+    assert len({case.key for case in ran}) == len(ran)  # no launch twice
+
+
+def test_the_campaign_ends_when_no_row_goes_on():
+    chosen = campaign()
+    ran = run_all(Launches(chosen, expand(chosen), set(), lambda *_: Look({}, decided=8, open=0), 1))
+    assert max(case.repeat for case in ran) == 6
+
+
+def test_a_stage_that_does_not_fit_the_budget_is_not_started_and_the_open_rows_say_so():
+    chosen = campaign(budget=100.0)
+    cases = expand(chosen)
+    pilot = len([case for case in cases if case.repeat <= 6])
+    open_row = next(case for case in cases if case.approach.name == "container")
+    clock = Clock()
+    launches = Launches(chosen, cases, set(), lambda *_: Look({row_identity(open_row): "that row"}, 3, 1), 1,
+                        clock=clock)
+    ran = run_all(launches, clock, seconds=90.0 / pilot)  # the pilot took 90 of the 100 s
+    assert len(ran) == pilot and launches.stopped == "budget"
+    assert launches.conclude() == [("that row", "budget: the next rounds did not fit in what was left of it")]
+
+
+def test_no_launch_starts_once_the_budget_is_spent():
+    chosen = campaign(budget=10.0, pilot=None)
+    clock = Clock()
+    launches = Launches(chosen, expand(chosen), set(), None, 1, clock=clock)
+    assert len(run_all(launches, clock, seconds=4.0)) == 3 and launches.stopped == "budget"
+
+
+def test_resume_skips_what_is_stored_and_takes_the_same_cases():
+    chosen = campaign()
+    cases = expand(chosen)
+    open_row = next(case for case in cases if case.approach.name == "container")
+    judge = lambda *_: Look({row_identity(open_row): "row"}, 3, 1)  # noqa: E731
+    first = run_all(Launches(chosen, cases, set(), judge, 1))
+    done = {case.key for case in first[:len(first) // 2]}
+    again = run_all(Launches(chosen, cases, done, judge, 1))
+    assert [case.key for case in again] == [case.key for case in first if case.key not in done]
+
+
+def estimate(seconds: float, known: int, launches: int = 10) -> Estimate:
+    return Estimate(launches, launches, seconds, launches * 60.0, known)
+
+
+def test_a_budget_the_pilot_cannot_fit_is_an_error_when_earlier_runs_say_so_else_a_warning():
+    chosen = campaign(budget=60.0)
+    with pytest.raises(CampaignError, match=r"seq.toml: budget = 60 s is less than the pilot's estimated 5 min"):
+        check_budget(chosen, estimate(300.0, known=10))
+    assert "the budget may end the pilot" in check_budget(chosen, estimate(600.0, known=0))
+    assert check_budget(chosen, estimate(30.0, known=10)) is None
+
+
+@pytest.mark.parametrize("line, message", [
+    ('budget = "0"', "budget: expected a positive time"),
+    ('budget = -5', "budget: expected a positive time"),
+    ('budget = "-5m"', "budget: expected a duration such as 15m"),
+    ('budget = "soon"', "budget: expected a duration such as 15m"),
+    ("pilot = 20", "pilot: more than repeats = 16"),
+    ("pilot = 1", "pilot: Input should be greater than or equal to 2"),
+])
+def test_bad_pilot_and_budget_are_named_with_the_field(line, message):
+    with pytest.raises(CampaignError, match=message):
+        load_campaign_text(CAMPAIGN.replace("pilot = 6", line if line.startswith("pilot") else f"pilot = 6\n{line}"),
+                           "seq.toml")
+
+
+@pytest.mark.parametrize("text, seconds", [('"15m"', 900), ('"1h30m"', 5400), ("900", 900), ('"90s"', 90),
+                                           ('"1.5h"', 5400)])
+def test_budgets_read_as_people_write_them(text, seconds):
+    assert campaign(CAMPAIGN.replace("pilot = 6", f"pilot = 6\nbudget = {text}")).budget == seconds
