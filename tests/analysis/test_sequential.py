@@ -28,12 +28,17 @@ class Rounds:
         self.runs: dict[int, dict] = {}
         self.results: list[tuple] = []
         self.ids = itertools.count(1)
-        self.rng = np.random.default_rng(seed)
-        self.shared, self.spread = shared, spread
+        self.seed, self.shared, self.spread = seed, shared, spread
+
+    def noise(self, number: int, row: tuple) -> float:
+        """The log noise of a row's launch in a round: the round's machine state and the launch's own, the same
+        whichever other rows run in that round."""
+        machine = np.random.default_rng([self.seed, number]).normal(0.0, self.shared)
+        own = np.random.default_rng([self.seed, number, *map(ord, "/".join(row))]).normal(0.0, self.spread)
+        return float(machine + own)
 
     def round(self, number: int, rows: dict[tuple, float]) -> None:
         """One round: a launch of each (stack, approach, variant) in ``rows``, its figures scaled by the value."""
-        machine = self.rng.normal(0.0, self.shared)
         for (stack, approach, variant), scale in rows.items():
             run = next(self.ids)
             tags = {"mpi": "mpich", "origin": "host" if approach == "native" else "image", "variant": variant,
@@ -44,7 +49,7 @@ class Rounds:
                               "approach": approach, "ranks": 2, "nodes": 1, "buffers": "H-H", "message": None,
                               "mpi_library_version": "MPICH Version: 4.0.2", "libfabric_version": None,
                               "libfabric_provider": None, "source": "test", "tags": tags}
-            noise = machine + self.rng.normal(0.0, self.spread)
+            noise = self.noise(number, (stack, approach, variant))
             for size in SIZES:
                 self.results.append((run, size, "bandwidth", (100.0 + size / 100) * scale * float(np.exp(noise))))
 
@@ -95,13 +100,14 @@ def full_campaign(seed: int = 3) -> Rounds:
     return rounds
 
 
-def test_clear_rows_settle_at_the_pilot_and_an_edge_row_runs_to_the_maximum():
+def test_clear_rows_settle_early_and_a_row_on_the_floor_stops_without_a_verdict():
     answers = sequential(full_campaign().rows())
     assert answers[SLOW].label == "(Y)" and answers[SLOW].look == 6
     assert "settled after 6 rounds" in answers[SLOW].row_class.reason
     assert answers[AT_SPEED].label == "Y" and answers[AT_SPEED].look <= 10
-    edge = answers[EDGE]
+    edge = answers[EDGE]  # a true loss of exactly the floor: no count of launches settles it
     assert edge.label == "?" and not edge.continues and edge.stopped.startswith(MAXIMUM)
+    assert 10 <= edge.look < 24  # stopped by its own forecast once paired, before the maximum
     assert answers[AT_SPEED].look_alpha == pytest.approx(spent_levels(LOOKS, 0.05)[LOOKS.index(answers[AT_SPEED].look)])
 
 
@@ -112,26 +118,26 @@ def test_a_report_of_the_rounds_the_campaign_ran_agrees_with_what_it_decided():
     ran = Rounds(3)
     for number in range(1, 25):
         row_scales = {SYSTEM_ROW: 1.0, CONTROL_ROW: 1.0, SLOW: 0.3, AT_SPEED: 1.0, EDGE: 0.9}
-        ran.round(number, {row: scale for row, scale in row_scales.items()
-                           if row not in everything or everything[row].look == 0 or number <= everything[row].look
-                           or everything[row].label not in ("Y", "(Y)")})
+        ran.round(number, {row: scale for row, scale in row_scales.items()  # the baseline and control: always
+                           if row in (SYSTEM_ROW, CONTROL_ROW) or number <= everything[row].look
+                           or everything[row].continues})
     stored = sequential(ran.rows())
     for row in (SLOW, AT_SPEED, EDGE, CONTROL_ROW):
         assert (stored[row].label, stored[row].look) == (everything[row].label, everything[row].look), row
     assert stored[SLOW].launches == 6  # where the time went: six launches, not 24
 
 
-@pytest.mark.parametrize("spread, goes_on", [(0.04, True), (0.08, False)])
-def test_an_open_row_goes_on_while_its_forecast_fits_in_the_maximum(spread, goes_on):
+@pytest.mark.parametrize("ratio, goes_on", [(0.94, True), (0.90, False)])
+def test_an_open_row_goes_on_while_its_forecast_fits_in_the_maximum(ratio, goes_on):
     """After 10 of at most 24 rounds: a row whose own forecast settles it within the maximum gets more rounds;
     one that would need more than the maximum stops and says so."""
-    rounds = Rounds(spread=spread)
+    rounds = Rounds(spread=0.04)
     for number in range(1, 11):
-        rounds.round(number, {SYSTEM_ROW: 1.0, EDGE: 0.93})
+        rounds.round(number, {SYSTEM_ROW: 1.0, EDGE: ratio})
     edge = sequential(rounds.rows())[EDGE]
     assert edge.label == "?" and edge.look == 10
     assert edge.continues is goes_on
-    assert goes_on or edge.stopped.startswith(f"{MAXIMUM}: about")
+    assert goes_on or edge.stopped.startswith(MAXIMUM)
 
 
 def test_open_rows_stop_when_the_control_cannot_resolve_them():

@@ -19,8 +19,9 @@ approximation of the joint distribution is needed, at the price of some conserva
 
 A row's class is taken at the first look that decides it (``Y``, ``(Y)``, or ``N``: it failed), on the launches
 of the rounds up to that look, both sides cut there, and stays so: later rounds of its baseline (which runs on
-for other candidates) do not change it. A row never decided keeps the class of the last look its launches
-reached. The campaign asks this very function after each stage which rows are open, and a report of the stored
+for other candidates) do not change it. So does an open row's at the look that gives it no more rounds (the
+maximum, its forecast beyond it, the A/A control unable to resolve it). A row still going on when the
+launches ended keeps the class of the last look its launches reached. The campaign asks this very function after each stage which rows are open, and a report of the stored
 rounds calls it again, so both say the same.
 
 Pure: no I/O; the fixed-design judgement is handed in (answers.py), which keeps this module free of it.
@@ -29,6 +30,8 @@ Pure: no I/O; the fixed-design judgement is handed in (answers.py), which keeps 
 from __future__ import annotations
 
 import dataclasses
+import math
+from statistics import NormalDist
 from typing import Callable, Mapping, Sequence
 
 from .evidence import Row, RowKey
@@ -89,7 +92,8 @@ def answer_at_looks(rows: Mapping[RowKey, Row], settings, judge: Callable, maxim
     for k, rounds in judged_at_all:
         at_look = dataclasses.replace(settings, alpha=levels[k], looks=())
         answers = judge({key: until_round(row, rounds) for key, row in rows.items()}, at_look)
-        cannot = _control_cannot_resolve(answers, rounds, maximum)
+        forecast = _forecast(levels[k], levels[-1])
+        cannot = _control_cannot_resolve(answers, rounds, maximum, forecast)
         for answer in answers:
             identity = (answer.key, answer.baseline)
             end = ends.get(answer.key)
@@ -99,7 +103,11 @@ def answer_at_looks(rows: Mapping[RowKey, Row], settings, judge: Callable, maxim
             if answer.label in DECIDED:
                 settled[identity] = _settled(answer)
                 continue
-            latest[identity] = _open(answer, rounds == looks[-1], cannot, maximum)
+            answer = _open(answer, rounds == looks[-1], cannot, maximum, forecast)
+            if answer.stopped:  # no more rounds for it: its class is this look's, as the campaign left it
+                settled[identity] = answer
+            else:
+                latest[identity] = answer
     return sorted((*settled.values(), *(a for key, a in latest.items() if key not in settled)),
                   key=lambda a: (a.key, a.baseline != "system"))
 
@@ -110,7 +118,29 @@ def _settled(answer):
         answer.row_class, reason=f"{answer.row_class.reason}; {note}"))
 
 
-def _open(answer, last_look: bool, cannot: str, maximum: int):
+def _forecast(now: float, last: float) -> Callable[[int | None], int | None]:
+    """A row's forecast of the launches that settle it (statistics.launches_needed, made at this look's level)
+    for the last look's level, where the rest of its rounds would be judged: an interval's reach grows with
+    its z, and the launches needed with its square, so a forecast made at a strict early look overstates what
+    the maximum needs by (z_now / z_last)**2."""
+    scale = (NormalDist().inv_cdf(1.0 - last) / NormalDist().inv_cdf(1.0 - now)) ** 2
+
+    def at_last_look(needed: int | None) -> int | None:
+        return None if needed is None else max(1, math.ceil(needed * scale))
+
+    return at_last_look
+
+
+def _forecast_holds(row_class) -> bool:
+    """Whether an open row's forecast may stop it: not from too few launches, and not from an unpaired interval
+    of launches that will be paired once there are enough rounds (the pilot's: pairing cancels the machine's
+    shared slow modes, so the unpaired spread overstates what later rounds need)."""
+    units = [c for c in row_class.regimes.values() if c.verdict.value == "inconclusive"] or \
+        list(row_class.regimes.values())
+    return not row_class.reason.startswith("too few launches") and all(c.paired for c in units)
+
+
+def _open(answer, last_look: bool, cannot: str, maximum: int, forecast: Callable[[int | None], int | None]):
     """An open row at a look: whether it gets more rounds, and if not, why (the maximum reached, the maximum
     too few by the row's own forecast, the A/A control unable to resolve what this row needs)."""
     row_class = answer.row_class
@@ -121,8 +151,8 @@ def _open(answer, last_look: bool, cannot: str, maximum: int):
         why = f"{MAXIMUM}: still open after the maximum of {answer.look} rounds"
     elif cannot and not answer.control:
         why = f"{CONTROL} ({cannot})"
-    elif not row_class.reason.startswith("too few launches"):
-        needed = row_class.launches_needed
+    elif _forecast_holds(row_class):
+        needed = forecast(row_class.launches_needed)
         if needed is None:
             why = f"{MAXIMUM}: more launches alone are unlikely to settle it"
         elif needed > maximum:
@@ -133,7 +163,8 @@ def _open(answer, last_look: bool, cannot: str, maximum: int):
         row_class, reason=f"{row_class.reason}; no more rounds after {answer.look}: {why}"))
 
 
-def _control_cannot_resolve(answers: Sequence, rounds: int, maximum: int) -> str:
+def _control_cannot_resolve(answers: Sequence, rounds: int, maximum: int,
+                            forecast: Callable[[int | None], int | None]) -> str:
     """Why this machine cannot settle open rows, from the A/A control at this look, or "": the control came
     out slower (the machine makes one configuration look unlike itself), or it is open with more launches
     needed than the maximum allows."""
@@ -143,8 +174,8 @@ def _control_cannot_resolve(answers: Sequence, rounds: int, maximum: int) -> str
         row_class = answer.row_class
         if row_class.label == "(Y)":
             return f"the A/A control came out (Y) after {rounds} rounds"
-        if row_class.label == "?" and not row_class.reason.startswith("too few launches"):
-            needed = row_class.launches_needed
+        if row_class.label == "?" and _forecast_holds(row_class):
+            needed = forecast(row_class.launches_needed)
             if needed is None or needed > maximum:
                 return ("the A/A control is open and would need "
                         + (f"about {needed} launches a side" if needed else "more than repeating can give"))
