@@ -6,6 +6,7 @@ Prints figures; it is not a test.
     python benchmarks/agreement.py --campaigns 1,2,3 [--db agreement.db]
     python benchmarks/agreement.py --modes 2 [--db agreement.db]
     python benchmarks/agreement.py --replay 8,16,32 [--campaigns 1,2,3] [--db agreement.db] [--trials 8]
+    python benchmarks/agreement.py --replay 12,24 --sequential 6 [--db agreement.db]
 
 Each run is a complete `mpistack run` of the campaign (default: examples/local.toml, what `make run` runs) into
 one store; the answers of its campaigns are then set side by side, row by row (stack, approach, variant,
@@ -25,6 +26,13 @@ agrees perfectly), so it prints five targets, each with its Wilson score interva
 case: each takes N consecutive rounds, and the three take disjoint ones, so no launch is used twice in a set and
 the machine's slow modes keep their order in time. A set needs 3N stored rounds; `--trials` sets start at
 evenly spaced rounds, and the intervals count only the sets that fit side by side without sharing a round.
+
+`--sequential P` replays each campaign of N rounds twice: as the fixed design (every case N times) and under the
+sequential rule with a pilot of P rounds and N the maximum (analysis/sequential.py, the rule `pilot = P` and
+`repeats = N` run), and prints the targets of both and the launches each spent. The rule reads a row's rounds
+only up to the look that settles or stops it, so replaying it on every stored round gives what a sequential
+campaign would have decided on those launches; what it would have spent is counted per row: a candidate up to
+its last look, a baseline up to its candidates' latest, the A/A control every round.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ from typing import Callable, Iterable, Sequence
 from mpistack.analysis.answers import Answer, Settings, answer
 from mpistack.analysis.evidence import Row, RowKey, rows_from
 from mpistack.analysis.statistics import DEFAULT_FLOOR
+from mpistack.spec.campaign import planned_looks
 from mpistack.spec.benchmarks import HIGHER_IS_BETTER
 from mpistack.store import open_database
 from mpistack.store.campaigns import campaign_spec
@@ -436,21 +445,44 @@ def replay_tally(launches: Launches, count: int, trials: int, runs: int, setting
     tally = Counter()
     for start in starts:
         sets = [launches.rounds[start + index * count:start + (index + 1) * count] for index in range(runs)]
-        tally += tally_set(launches, sets, judged(launches, sets, settings), settings)
+        answers = judged(launches, sets, settings)
+        tally += tally_set(launches, sets, answers, settings)
+        for run in answers:
+            tally.update(launches_spent(run, count))
     return tally, len(starts)
 
 
+def launches_spent(answers: Sequence[Answer], rounds: int) -> Counter:
+    """The launches per case a campaign of ``rounds`` rounds spent, row by row (a row's launches are its case's):
+    under the sequential rule a candidate up to the look that settled or stopped it, a baseline up to the
+    latest of its candidates', the A/A control every round; a fixed design, every row every round."""
+    spent: dict[RowKey, int] = {}
+    for result in answers:
+        used = rounds if not result.look or result.continues or result.control else result.look
+        spent[result.key] = max(spent.get(result.key, 0), used)
+        if result.baseline_row is not None:
+            spent[result.baseline_row] = max(spent.get(result.baseline_row, 0), used)
+    return Counter({"launches spent": sum(spent.values()), "launches fixed": rounds * len(spent)})
+
+
 def replay(launches: Launches, counts: list[int], trials: int, runs: int,
-           settings: Settings) -> dict[int, tuple[bool, Counter]]:
+           settings: Settings, pilot: int | None = None) -> dict[int, tuple[bool, Counter]]:
     """Sets of ``runs`` campaigns of each count of launches per case, replayed from consecutive disjoint rounds;
-    per count replayed, whether every target the replay measures was met, and the tally."""
+    per count replayed, whether every target the replay measures was met, and the tally. ``pilot``: judge each
+    campaign under the sequential rule, with that pilot and the count as its maximum."""
     total = len(launches.rounds)
+    design = (f"sequential, a pilot of {pilot} rounds, the count the maximum, its looks' levels spent from "
+              f"alpha = {settings.alpha:g}" if pilot else f"fixed design, deciding interval {settings.confidence:.0%}")
     print(f"{len(launches.campaigns)} campaign(s), {total} rounds; the shares below are of compared rows (a case "
-          f"against each of its baselines); deciding interval {settings.confidence:.0%}")
+          f"against each of its baselines); {design}")
     print(f"{'launches':>8}  {'sets':>4}  {'disjoint':>8}  {'same class':>10}  {'contradicting':>13}  classes")
     met: dict[int, tuple[bool, Counter]] = {}
     for count in counts:
-        tally, sets = replay_tally(launches, count, trials, runs, settings)
+        looks = planned_looks(pilot, count) if pilot and pilot <= count else ()
+        if pilot and not looks:
+            print(f"{count:>8}  not replayed: the pilot ({pilot}) is more than the count")
+            continue
+        tally, sets = replay_tally(launches, count, trials, runs, dataclasses.replace(settings, looks=looks))
         if not sets:
             print(f"{count:>8}  not replayed: a set of {runs} runs needs {count * runs} rounds")
             continue
@@ -459,6 +491,9 @@ def replay(launches: Launches, counts: list[int], trials: int, runs: int,
         print(f"{count:>8}  {sets:>4}  {disjoint:>8}  {tally['same'] / max(tally['rows'], 1):>10.1%}  "
               f"{tally['contradicting'] / sets:>13.2f}  "
               + ", ".join(f"{label} {number / max(sum(labels.values()), 1):.0%}" for label, number in labels.items()))
+        print(f"  launches spent: {tally['launches spent']} of the fixed design's {tally['launches fixed']} "
+              f"({tally['launches spent'] / max(tally['launches fixed'], 1):.0%}), counted per row"
+              + (f"; looks after {', '.join(map(str, looks))} rounds" if looks else ""))
         print_targets(tally, disjoint / sets, replay=True)
         met[count] = (all(target.met for target in targets(tally, disjoint / sets, replay=True)
                           if target.trials and target.code != "T5"),  # T5 is of the 95% interval, any level
@@ -601,6 +636,9 @@ def main() -> None:
     parser.add_argument("--levels", metavar="P,...", help="with --replay: replay at each deciding-interval level "
                                                           "(e.g. 0.8,0.9,0.95) and choose the one that decides "
                                                           "the most rows while meeting every target")
+    parser.add_argument("--sequential", type=int, metavar="PILOT",
+                        help="with --replay: replay each count as the fixed design and under the sequential rule "
+                             "with this pilot (the count the maximum), targets and launches of both")
     parser.add_argument("--floor", type=float, default=DEFAULT_FLOOR.relative,
                         help="the relative practical floor the classes are judged with (default: %(default)s)")
     args = parser.parse_args()
@@ -614,6 +652,8 @@ def main() -> None:
     campaign_ids = _numbers(parser, "--campaigns", args.campaigns, 1)
     counts = _numbers(parser, "--replay", args.replay, 2)
     levels = _levels(parser, args.levels)
+    if args.sequential is not None and (not counts or args.sequential < 2):
+        parser.error(f"--sequential {args.sequential}: expected a pilot of at least 2 rounds, with --replay")
     if levels and not counts:
         parser.error("--levels: expected --replay too (the levels are chosen by replaying stored rounds)")
     if campaign_ids and not counts and len(campaign_ids) < 2:
@@ -636,6 +676,11 @@ def main() -> None:
                          f"of N launches takes {args.runs} x N of them")
         if levels:
             choose_level(launches, counts, args.trials, args.runs, settings, levels)
+        elif args.sequential:
+            print("== the fixed design ==")
+            replay(launches, counts, args.trials, args.runs, settings)
+            print(f"\n== sequential: pilot {args.sequential}, the count the maximum ==")
+            replay(launches, counts, args.trials, args.runs, settings, args.sequential)
         else:
             replay(launches, counts, args.trials, args.runs, settings)
     elif campaign_ids:

@@ -202,6 +202,26 @@ def test_real_sets_and_replays_print_every_target(agreement, store, capsys, monk
     assert out.count("  T3  20% loss injected") == 1  # only the count that fits
 
 
+def test_the_sequential_rule_is_replayed_beside_the_fixed_design(agreement, store, capsys, monkeypatch):
+    """Each count replayed as the fixed design and under the sequential rule (the count the maximum), with the
+    targets of both and what each spent: clear rows (a 2x and a 5x loss, an A/A at 2 % noise) settle at the
+    pilot, so the sequential replay spends fewer launches and decides them alike."""
+    path, _ = store
+    status, out, err = _agreement(agreement, capsys, monkeypatch, path, "--replay", "8", "--trials", "1",
+                                  "--sequential", "4")
+    assert status == 0, err
+    fixed, sequential = out.split("== sequential: pilot 4, the count the maximum ==")
+    assert "fixed design, deciding interval 90%" in fixed and "a pilot of 4 rounds" in sequential
+    for part in (fixed, sequential):
+        for code in ("T1", "T2", "T3", "T4", "T5"):
+            assert f"  {code}  " in part
+    spent = [line for line in out.splitlines() if line.startswith("  launches spent:")]
+    assert len(spent) == 2 and "(100%)" in spent[0] and "looks after 4, 6, 8 rounds" in spent[1]
+    assert "72 of the fixed design's 96 (75%)" in spent[1]  # the A/A and its baseline every round, the rest 4
+    classes = [line.split("0.00  ")[1] for line in out.splitlines() if line.startswith("       8")]
+    assert classes == ["Y 33%, (Y) 67%, ? 0%, N 0%"] * 2  # as many rows decided, alike
+
+
 def test_the_level_is_chosen_by_replay_among_those_that_meet_the_targets(agreement, store, capsys, monkeypatch):
     """Each level is replayed with its own deciding interval; the one chosen meets every replayed target and
     decides at least as many rows as any other that does."""
@@ -234,7 +254,9 @@ def test_bad_input_is_a_usage_error_naming_what_was_expected(agreement, store, c
                           (["no-such.toml"], "no-such.toml: no such file; expected a campaign file"),
                           (["--floor", "2", "--campaigns", "1,2"], "expected a fraction"),
                           (["--levels", "0.9"], "expected --replay too"),
-                          (["--replay", "4", "--levels", "1.5"], "expected comma-separated levels")):
+                          (["--replay", "4", "--levels", "1.5"], "expected comma-separated levels"),
+                          (["--sequential", "4"], "expected a pilot of at least 2 rounds, with --replay"),
+                          (["--replay", "4", "--sequential", "1"], "expected a pilot of at least 2 rounds")):
         status, _, err = _agreement(agreement, capsys, monkeypatch, path, *args)
         assert status == 2 and message in err, (args, err)
 
