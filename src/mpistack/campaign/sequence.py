@@ -96,8 +96,8 @@ def check_budget(campaign: Campaign, pilot: Estimate) -> str | None:
     text = (f"{where}: budget = {duration(campaign.budget)} is less than the pilot's {_cost(pilot)} "
             f"({pilot.launches} launches)")
     if pilot.from_history >= pilot.launches:
-        raise CampaignError(f"{text}: raise the budget or lower the pilot (the pilot is what every case needs "
-                            "before any row can be settled)")
+        raise CampaignError(f"{text}: raise the budget (budget = in the file, or `mpistack run --budget 30m`) "
+                            "or lower the pilot (every case's pilot runs before any row can be settled)")
     return f"{text}: the budget may end the pilot before its look"
 
 
