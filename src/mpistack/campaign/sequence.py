@@ -117,7 +117,6 @@ class Launches:
     stopped: str = ""
     look: Look | None = None
     planned: int = 0  # launches chosen so far (the progress bar's total)
-    status: str = ""  # rows decided and open, time left: for the progress line
     _seconds: dict[tuple, list[float]] = field(default_factory=dict)
     _start: float | None = None
 
@@ -147,6 +146,13 @@ class Launches:
                     return
                 yield case
 
+    @property
+    def status(self) -> str:
+        """For the progress line: rows decided and open at the last look, and the budget left."""
+        rows = "" if self.look is None else f"{self.look.decided} decided, {self.look.open} open"
+        left = "" if self.campaign.budget is None else f"{duration(max(self.left(), 0))} left"
+        return ", ".join(part for part in (rows, left) if part)
+
     def ended(self, case: Case, seconds: float) -> None:
         self._seconds.setdefault((case.benchmark.name, case.approach.name), []).append(seconds)
 
@@ -172,7 +178,6 @@ class Launches:
             return in_stage  # the pilot, or a fixed design: every case, as scheduled
         self.look = look = self.judge(self.campaign_id, stage.first - 1)
         left = "" if self.campaign.budget is None else f"; {duration(max(self.left(), 0))} of the budget left"
-        self.status = f"{look.decided} decided, {look.open} open"
         self.say(f"look after {stage.first - 1} rounds: {look.decided} row(s) decided, {look.open} open, "
                  f"{len(look.going_on)} going on{left}")
         if not look.going_on:
