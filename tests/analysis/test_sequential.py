@@ -211,3 +211,12 @@ def test_peeking_without_planned_looks_inflates_the_error_and_the_spending_keeps
     for verdict in (Verdict.SLOWER, Verdict.AT_SPEED):
         assert spent[verdict] / sequences <= limit, verdict
         assert naive[verdict] / sequences > 1.4 * alpha, verdict
+
+
+def test_rows_of_a_campaign_stopped_inside_its_pilot_are_judged_on_the_rounds_there_are():
+    rounds = Rounds()
+    for number in range(1, 5):
+        rounds.round(number, {SYSTEM_ROW: 1.0, SLOW: 0.3, AT_SPEED: 1.0})
+    answers = sequential(rounds.rows())
+    assert {a.look for a in answers.values()} == {4}  # not the pilot's 6 rounds, which were never reached
+    assert answers[AT_SPEED].continues and answers[AT_SPEED].label == "?"

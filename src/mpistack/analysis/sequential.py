@@ -88,7 +88,9 @@ def answer_at_looks(rows: Mapping[RowKey, Row], settings, judge: Callable, maxim
     ends = {key: last_round(row) for key, row in rows.items()}
     settled: dict[tuple, object] = {}
     latest: dict[tuple, object] = {}
-    judged_at_all = [(k, n) for k, n in enumerate(looks) if n <= reached] or [(0, looks[0])]
+    # the looks the stored rounds reach; before the pilot's end (a budget or an interruption), the rounds there
+    # are, at the pilot look's level
+    judged_at_all = [(k, n) for k, n in enumerate(looks) if n <= reached] or [(0, min(looks[0], reached))]
     for k, rounds in judged_at_all:
         at_look = dataclasses.replace(settings, alpha=levels[k], looks=())
         answers = judge({key: until_round(row, rounds) for key, row in rows.items()}, at_look)
