@@ -1,0 +1,91 @@
+"""`mpistack run` of a sequential campaign through the real command line: bad budgets refused before anything
+runs, the dry run's pilot and budget, and a real run in which settled rows stop launching while an open one
+goes on with its baseline and the A/A control, the report saying the same."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import HOST_MPICH_ONE_RANK, campaign_file, mpistack
+
+needs_mpich = pytest.mark.skipif(shutil.which("mpiexec.mpich") is None, reason="Debian's mpich not installed")
+
+
+def latency_program(directory: Path) -> Path:
+    """OSU latency output scaled by $FACTOR (default 1), and by a random factor in 0.7-1.3 when $NOISY is set."""
+    script = directory / "latency.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        'echo "# OSU MPI Latency Test v7.5"\necho "# Size       Avg Latency(us)"\n'
+        "awk -v f=\"${FACTOR:-1}\" -v noisy=\"${NOISY:-}\" -v seed=\"$$\" 'BEGIN { srand(seed);"
+        " if (noisy != \"\") f = f * (0.7 + 0.6 * rand());"
+        " for (size = 1; size <= 64; size *= 4) printf \"%d %.2f\\n\", size, (10 + size / 10) * f }'\n")
+    script.chmod(0o755)
+    return script
+
+
+def sequential_campaign(tmp_path: Path, extra: str = "") -> Path:
+    return campaign_file(tmp_path, f"""pilot = 6
+repeats = 10
+seed = 3
+timeout = 30
+{extra}""" + HOST_MPICH_ONE_RANK + f"""
+[[benchmark]]
+name = "latency"
+program = "{latency_program(tmp_path)}"
+[[variant]]
+name = "a-a"
+control = true
+env = {{ MPISTACK_CONTROL = "a-a" }}
+approaches = ["native"]
+[[variant]]
+name = "slow"
+env = {{ FACTOR = "2" }}
+approaches = ["native"]
+[[variant]]
+name = "noisy"
+env = {{ NOISY = "1" }}
+approaches = ["native"]
+""", name="seq")
+
+
+@pytest.mark.parametrize("budget, message", [("0", "--budget 0: expected a positive time"),
+                                             ("soon", "--budget soon: expected a duration such as 15m")])
+def test_a_bad_budget_is_refused_before_anything_runs(tmp_path, budget, message):
+    result = mpistack("run", sequential_campaign(tmp_path), "--db", tmp_path / "s.db", "--budget", budget,
+                      home=tmp_path, check=2)
+    assert message in " ".join(result.stderr.split())
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_the_dry_run_lists_the_pilot_and_prints_its_cost_beside_the_budget(tmp_path):
+    result = mpistack("run", sequential_campaign(tmp_path), "--dry-run", "--budget", "15m", home=tmp_path)
+    text = " ".join(result.stdout.split())
+    assert "sequential: a pilot of 6 rounds for every case (30 launches" in text  # 4 cases, a baseline twice a round
+    assert "looks after 6, 10 rounds (the maximum); budget 15 min" in text
+    assert "/r6" in text and "/r7" not in text  # the pilot's launches only
+
+
+@pytest.mark.slow
+@needs_mpich
+def test_settled_rows_stop_and_the_open_one_goes_on_with_its_baseline_and_the_control(tmp_path):
+    db = tmp_path / "s.db"
+    result = mpistack("run", sequential_campaign(tmp_path), "--db", db, "--budget", "10m", home=tmp_path)
+    out = " ".join(result.stdout.split())
+    assert "look after 6 rounds:" in out and "rounds 7–10:" in out
+    with sqlite3.connect(db) as connection:
+        launches = dict(connection.execute(
+            "SELECT t.value, count(*) FROM runs r JOIN run_tags t ON t.run_id = r.id AND t.key = 'variant' "
+            "GROUP BY t.value").fetchall())
+    assert launches["slow"] == 6  # settled (Y) at the pilot's look: no more launches
+    assert launches["default"] >= 10 and launches["a-a"] == 10  # the baseline and the control every round
+    assert launches["noisy"] in (6, 10)  # goes on unless its own forecast says the maximum cannot settle it
+    report = json.loads((tmp_path / "s-report" / "report.json").read_text())
+    rows = {a["variant"]: a for a in report["answers"] if a["baseline"] == "system"}
+    assert rows["slow"]["class"] == "(Y)" and rows["slow"]["look"] == 6 and rows["slow"]["launches"] == 6
+    assert rows["a-a"]["class"] == "Y"
