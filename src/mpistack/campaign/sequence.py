@@ -45,6 +45,7 @@ class Look:
     decided: int  # rows settled (Y, (Y), N)
     open: int  # rows not settled, going on or not
     stopped: Sequence[tuple[str, str]] = ()  # open rows that get no more rounds: (name, why)
+    controls: Sequence[str] = ()  # A/A control rows still open (they run while any other row goes on)
 
 
 #: the campaign id and the last round to read -> the look there (the caller's analysis)
@@ -196,7 +197,10 @@ class Launches:
         self.look = look = self.judge(self.campaign_id, self.campaign.repeats)
         going = {"budget": "budget: the next rounds did not fit in what was left of it",
                  "": "interrupted"}.get(self.stopped, self.stopped)
-        return [*look.stopped, *((name, going) for name in look.going_on.values())]
+        served = ("the A/A control: it runs only as the yardstick of open rows, and none went on" if not look.going_on
+                  else going)
+        return [*look.stopped, *((name, going) for name in look.going_on.values()),
+                *((name, served) for name in look.controls)]
 
 
 def _with_baselines(chosen: list[Case], cases: Sequence[Case]) -> list[Case]:

@@ -205,8 +205,8 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
     if staged and LAUNCHERS.get(campaign.launcher).can.batch:
         raise CampaignError(f"{campaign.path or campaign.name}: pilot and budget need a launcher that runs cases "
                             f"one by one (local); under {campaign.launcher} set repeats alone (a fixed design)")
-    if staged:  # a budget the pilot cannot fit, by earlier runs' durations: an error before anything starts
-        sequence.check_budget(campaign, sequence.pilot_estimate(campaign, cases, database))
+    if staged and campaign_id is None:  # a budget the pilot cannot fit (earlier runs' durations): an error
+        sequence.check_budget(campaign, sequence.pilot_estimate(campaign, cases, database))  # before the start
     if (reason := size.too_large()) and not yes:
         raise CampaignTooLarge(f"{campaign.path or campaign.name}: {size.describe()}: {reason}; add --yes to run "
                                "it (or narrow the matrix: include and exclude filters, fewer repeats)")

@@ -96,7 +96,7 @@ def sequential_judge(store, campaign):
         rows = {key: until_round(row, through)
                 for key, row in load_rows(store, [Where("campaign", "=", campaign_id)]).items()}
         answers = answer(rows, settings)
-        going_on, stopped = {}, []
+        going_on, stopped, controls = {}, [], []
         for a in answers:
             key = a.key
             name = (f"{key.stack} {key.approach}" + (f"+{key.variant}" if key.variant != "default" else "")
@@ -104,10 +104,12 @@ def sequential_judge(store, campaign):
             if a.continues and not a.control:
                 going_on[(key.stack, key.approach, key.variant, key.benchmark, key.ranks, key.nodes,
                           key.buffers)] = name
+            elif a.continues:
+                controls.append(name)
             elif a.stopped:
                 stopped.append((name, a.stopped))
         decided = sum(a.label in DECIDED for a in answers)
-        return Look(going_on, decided, len(answers) - decided, stopped)
+        return Look(going_on, decided, len(answers) - decided, stopped, controls)
 
     return judge
 
