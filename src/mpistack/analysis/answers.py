@@ -22,7 +22,7 @@ from ..spec.campaign import AnalysisEntry
 from .classes import RowClass, SizeRanges, classify, failed_class, format_sizes, untested_class
 from .bulk import collector_paused
 from .evidence import Row, RowKey, pair_launches
-from .sequential import answer_at_looks
+from .sequential import answer_at_looks, spent_levels
 from .statistics import DEFAULT_FLOOR, MIN_PAIRS, PracticalFloor, SizeComparison, compare_many
 
 SYSTEM = "system"
@@ -56,7 +56,8 @@ class Settings:
     def to_dict(self) -> dict:
         return {"floor": self.floor.relative, "floor_us": self.floor.absolute_us,
                 "small_below": self.ranges.small_below, "large_from": self.ranges.large_from, "alpha": self.alpha,
-                "confidence": self.confidence, "seed": self.seed, "looks": list(self.looks)}
+                "confidence": self.confidence, "seed": self.seed, "looks": list(self.looks),
+                "look_alphas": list(spent_levels(self.looks, self.alpha)) if self.looks else []}
 
 
 @dataclass
