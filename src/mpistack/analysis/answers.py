@@ -54,10 +54,11 @@ class Settings:
                    entry.alpha, looks=tuple(looks))
 
     def to_dict(self) -> dict:
+        sequential = ({"looks": list(self.looks), "look_alphas": list(spent_levels(self.looks, self.alpha))}
+                      if self.looks else {})
         return {"floor": self.floor.relative, "floor_us": self.floor.absolute_us,
                 "small_below": self.ranges.small_below, "large_from": self.ranges.large_from, "alpha": self.alpha,
-                "confidence": self.confidence, "seed": self.seed, "looks": list(self.looks),
-                "look_alphas": list(spent_levels(self.looks, self.alpha)) if self.looks else []}
+                "confidence": self.confidence, "seed": self.seed, **sequential}
 
 
 @dataclass
