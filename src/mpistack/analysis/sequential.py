@@ -35,6 +35,7 @@ from statistics import NormalDist
 from typing import Callable, Mapping, Sequence
 
 from .evidence import Row, RowKey
+from .statistics import Verdict
 
 #: the power of the spending function alpha(t) = alpha t**rho: 3 is close to O'Brien-Fleming, 1 to Pocock
 SPENDING_POWER = 3.0
@@ -75,15 +76,14 @@ def until_round(row: Row, last: int) -> Row:
                                schedule={run: slot for run, slot in row.schedule.items() if run not in late})
 
 
-def answer_at_looks(rows: Mapping[RowKey, Row], settings, judge: Callable, maximum: int | None = None) -> list:
+def answer_at_looks(rows: Mapping[RowKey, Row], settings, judge: Callable) -> list:
     """Every row's answer under the sequential rule: ``judge(rows, settings)`` (answers.answer for a fixed
     design) at each planned look of ``settings.looks`` that the stored rounds reach, with that look's level;
     each answer carries the look that settled it (``look``, ``look_alpha``) and, when open, why it got no more
-    rounds (``stopped``) or that it goes on (``continues``). ``maximum``: the most rounds a case may get (the
-    last look)."""
+    rounds (``stopped``) or that it goes on (``continues``)."""
     looks = tuple(settings.looks)
     levels = spent_levels(looks, settings.alpha)
-    maximum = maximum or looks[-1]
+    maximum = looks[-1]  # the most rounds a case may get
     reached = max((round_ for row in rows.values() if (round_ := last_round(row)) is not None), default=0)
     ends = {key: last_round(row) for key, row in rows.items()}
     settled: dict[tuple, object] = {}
@@ -137,7 +137,7 @@ def _forecast_holds(row_class) -> bool:
     """Whether an open row's forecast may stop it: not from too few launches, and not from an unpaired interval
     of launches that will be paired once there are enough rounds (the pilot's: pairing cancels the machine's
     shared slow modes, so the unpaired spread overstates what later rounds need)."""
-    units = [c for c in row_class.regimes.values() if c.verdict.value == "inconclusive"] or \
+    units = [c for c in row_class.regimes.values() if c.verdict is Verdict.INCONCLUSIVE] or \
         list(row_class.regimes.values())
     return not row_class.reason.startswith("too few launches") and all(c.paired for c in units)
 
