@@ -89,14 +89,14 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
     checker = preflight.checker(resources)
     if checker is not None:
         found.warnings += preflight.check_options(campaign, cases, checker)
-    pilot = sequence.pilot_estimate(campaign, cases, database, found.refused)
-    if campaign.pilot or campaign.budget:
+    staged = bool(campaign.pilot or campaign.budget)
+    if staged:  # the pilot's launches are listed; the later stages' depend on what the looks find
+        size = pilot = sequence.pilot_estimate(campaign, cases, database, found.refused)
         cases = [case for case in cases if case.repeat <= sequence.stages_of(campaign)[0].last]
-        size = pilot
-        if warning := _budget_warning(campaign, pilot):
+        if warning := sequence.check_budget(campaign, pilot):
             found.warnings.append(warning)
     console.print(f"campaign {shown(campaign.name)}: {shown(size.describe())}", highlight=False)
-    if campaign.pilot or campaign.budget:
+    if staged:
         console.print(shown(sequence.describe_plan(campaign, pilot)), highlight=False)
     _print_survey(console, found)
     if checker is None:
@@ -137,11 +137,6 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
     if found.warnings:
         console.print(f"[yellow]{len(found.warnings)} warning(s)[/yellow], at the top", highlight=False)
     return len(cases)
-
-
-def _budget_warning(campaign: Campaign, pilot) -> str | None:
-    """The budget against the pilot's cost: None, a warning, or (CampaignError) a budget the pilot cannot fit."""
-    return sequence.check_budget(campaign, pilot)
 
 
 def _print_survey(console: Console, found: preflight.Preflight) -> None:
@@ -239,13 +234,14 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
     launches: Iterable[Case] = todo
     if staged:
         pilot = sequence.pilot_estimate(campaign, todo, database, found.refused)
-        if warning := _budget_warning(campaign, pilot):  # a budget the pilot cannot fit ends the run here
+        if warning := sequence.check_budget(campaign, pilot):  # one the pilot cannot fit ends the run here
             found.warnings.append(warning)
         per_launch = pilot.seconds / pilot.launches if pilot.launches else 0.0
         launches = sequence.Launches(campaign, cases, done, judge, campaign_id, per_launch=per_launch,
                                      say=lambda text: console.print(shown(text), highlight=False))
         size = pilot
-    console.print(f"campaign {shown(campaign.name)} (#{campaign_id}): {len(todo)} case(s) to run"
+    console.print(f"campaign {shown(campaign.name)} (#{campaign_id}): "
+                  f"{'at most ' if campaign.pilot else ''}{len(todo)} case(s) to run"
                   + (f", {already} already done" if already else "") + f"; order seed {campaign.seed}; "
                   + shown(size.describe()), highlight=False)
     if staged:
