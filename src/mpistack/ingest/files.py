@@ -1,6 +1,8 @@
 """Ingesting benchmark output files: each file is its own unit. It is hashed, looked up (the same content is
 stored once, unless replaced), parsed and written inside a savepoint; whatever goes wrong with one file is
-one line of the report, and the other files are stored.
+one line of the report, and the other files are stored. The warnings and errors its libraries and launcher
+printed among the output are stored with its runs (`parsers.parse_output`), as a launched case's output is, so
+that `mpistack doctor --run N` reads them; an output of such messages and no table is stored as a failed run.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Callable, Iterable
 from sqlalchemy import Connection, Engine
 
 from ..cache import UnsafePath, open_regular_file
-from ..parsers import HEAD_BYTES, ParsedRun, ParseError, parse_bytes, parse_file
+from ..parsers import HEAD_BYTES, ParsedRun, ParseError, parse_bytes, parse_file, parse_output
 from ..parsers.storable import COUNT_FIELDS, RUN_TEXT_LIMITS, TAG_KEY_LIMIT, count_problem, text_problem
 from ..spec.provenance import CONTEXT_FIELDS, Provenance
 from ..store.database import driver_message, write_connection
@@ -129,7 +131,7 @@ def _ingest_one(connection: Connection, path: Path, context: Provenance, tags: d
             report.skipped.append(f"{path}: already stored ({run_ids(existing)}); use --replace to store it again")
             return
         if runs is None:
-            runs = parse_content(path, data)
+            runs = parse_output(path, data)
         replaced = delete_runs(connection, existing) if existing else 0
         ids = write_runs(connection, runs, source=str(path), tags=tags, provenance=context, content_sha256=digest)
     report.stored(runs, ids)
@@ -160,7 +162,7 @@ def ingest_files(database: Engine, paths: Iterable[str | Path], tags: dict[str, 
                         return before
                     transaction, pending = None, 0
                 # parsed here, unless stored already (then skipped under the lock, or parsed there if it went)
-                runs = parse_content(path, data) if replace or not _stored_already(database, digest) else None
+                runs = parse_output(path, data) if replace or not _stored_already(database, digest) else None
                 if transaction is None:
                     before = copy.deepcopy(report)  # what stands if this group's commit fails
                     transaction, started = connection.begin(), time.monotonic()
