@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -27,6 +28,8 @@ from .model import Finding, diagnose
 from .signatures import shipped_bank
 
 STDIN = "-"
+# lines that read like errors and say nothing about one: Open MPI's note under aggregated help messages
+_NOTES = re.compile(r'Set MCA parameter "(?:orte|prte)_base_help_aggregate" to 0 to see all help')
 UNRECOGNISED_SHOWN = 5  # unrecognised messages listed by name; the rest are counted
 
 
@@ -125,7 +128,7 @@ def unrecognised(messages: list[str], bank=None) -> list[str]:
                for signature in bank):
             continue
         shown = next((line for line in lines if looks_like_message(line) and not abort_line(line)
-                      and not detail_line(line)), None)
+                      and not detail_line(line) and not _NOTES.search(line)), None)
         if shown is not None:
             left.append(shown)
     return left
