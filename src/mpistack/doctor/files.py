@@ -125,8 +125,8 @@ def unrecognised(messages: list[str], bank=None) -> list[str]:
         lines = message.splitlines()
         flat = " ".join(lines)
         if any(signature.pattern.search(flat) or any(signature.pattern.search(line) for line in lines)
-               for signature in bank):
-            continue
+               for signature in bank) or any(abort_line(line) for line in lines):
+            continue  # a known message, or the launcher's words on how the job ended
         shown = next((line for line in lines if looks_like_message(line) and not abort_line(line)
                       and not detail_line(line) and not _NOTES.search(line)), None)
         if shown is not None:

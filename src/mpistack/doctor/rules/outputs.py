@@ -8,6 +8,7 @@ from ...analysis.classes import format_size
 from ...spec.status import RunStatus
 from ..like import Figure, LikeSubject
 from ..model import rule
+from ..signatures import match
 from .fixes import FABRIC_FIX
 from .performance import FABRIC_FACTOR, TYPICAL_TCP_MBPS
 from .runs import subject_of
@@ -19,15 +20,20 @@ LATENCY_CLASS = 10.0
 LATENCY_SLOWER = 2.0
 
 
-@rule("output-ended", "runs", "the output's own text: the launcher's abort lines (Open MPI's mpirun, MPICH's Hydra, "
-      "Slurm's srun) and OSU's validation column",
+@rule("output-ended", "runs", "the output's own text: the launcher's abort lines of Open MPI's mpirun "
+      "(https://docs.open-mpi.org/en/v5.0.x/man-openmpi/man1/mpirun.1.html), MPICH's Hydra "
+      "(https://github.com/pmodels/mpich/blob/main/doc/wiki/how_to/Using_the_Hydra_Process_Manager.md) and Slurm's "
+      "srun (https://slurm.schedmd.com/srun.html), and the OSU micro-benchmarks' validation column "
+      "(https://mvapich.cse.ohio-state.edu/benchmarks/)",
       "an output mpistack did not launch (a file, or one ingested) whose test ended before its table did, or "
-      "whose validation failed")
+      "whose validation failed, where no known message of the problem kind says why")
 def output_ended(rule, run: dict):
     if run.get("campaign") is not None or run.get("status") not in (RunStatus.FAILED.value,
                                                                       RunStatus.VALIDATION_FAILED.value):
         return
     lines = (run.get("message") or "").splitlines()
+    if any(hit.signature.verdict == "problem" for hit in match(run.get("message"))):
+        return  # a known message says why (run-signatures)
     if run["status"] == RunStatus.VALIDATION_FAILED.value:
         yield rule.finding("problem", "the data validation failed",
                            "The benchmark checked the data it received and found it wrong: its figures are not "
