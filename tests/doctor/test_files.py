@@ -205,3 +205,15 @@ def test_the_catalogue_lists_every_signature(args):
     assert result.exit_code == 0, result.output
     for signature in shipped_bank():
         assert signature.id in result.output
+
+
+def test_the_docs_show_the_catalogue_and_an_example_of_a_file():
+    from pathlib import Path
+
+    from mpistack.doctor.signatures import shipped_bank
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "doctor.md").read_text()
+    for signature in shipped_bank():
+        assert f"| `{signature.id}` | {signature.verdict} | {signature.source} |" in text, signature.id
+    assert "COLUMNS=80 mpistack doctor slurm-4224.out" in text and "problem  ucx-posix-proc-link-denied" in text
+    assert "mpistack doctor bw.out --like" in text

@@ -99,6 +99,13 @@ MESSAGES = [
                              "unusual; your job may behave unpredictably (and/or abort) after this."),
     ("ompi-no-slurm-pmi", 'The application appears to have been direct launched using "srun",\n'
                           "but OMPI was not built with SLURM support. This usually happens"),
+    ("pmix-version-skew", "[login4:12345] PMIX ERROR: UNPACK-PAST-END in file unpack.c at line 185"),
+    ("ucx-no-transport-to-peer", "[1581060992.288391] [daishan:9817 :0]         select.c:438  UCX  ERROR no active "
+                                 "messages transport to <no debug data>: posix/memory - Destination is unreachable, "
+                                 "sysv/memory - Destination is unreachable"),
+    ("ucx-no-transport-to-peer", "[node002:217310] pml_ucx.c:472  Error: Failed to resolve UCX endpoint for rank 0"),
+    ("glibc-older-than-bound-library", "/opt/osu/libexec/osu_bw: /lib64/libc.so.6: version `GLIBC_2.34' not found "
+                                       "(required by /host/openmpi/lib/libmpi.so.40)"),
     ("ompi-ob1-match-during-init", "[node2:01234] Failing at address: 0xe0\n[node2:01234] [ 1] /opt/mpi/lib/"
                                    "libmpi.so.40(mca_pml_ob1_recv_frag_callback_match+0x7e)[0x7f54e68c1f2e]"),
 ]
