@@ -62,12 +62,15 @@ def _tests(reading) -> str:
     parts = []
     for run in reading.runs:
         facts = run.provenance
-        placed = ", ".join(part for part in (f"{facts.ranks} ranks" if facts.ranks else "",
-                                             f"{facts.nodes} nodes" if facts.nodes else "") if part)
+        placed = ", ".join(part for part in (_count(facts.ranks, "rank"), _count(facts.nodes, "node")) if part)
         parts.append(f"{run.benchmark} at line {run.line}" + (f" ({placed})" if placed else "")
                      + (f", {run.status.value}" if run.status.value != "ok" else "") if run.line
                      else f"no table ({run.status.value})")
     return "; ".join(parts)
+
+
+def _count(number: int | None, noun: str) -> str:
+    return "" if not number else f"{number} {noun}" + ("s" if number > 1 else "")
 
 
 def _file_json(reading, left: list[str]) -> dict:
