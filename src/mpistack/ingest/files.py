@@ -99,8 +99,11 @@ def read_content(path: Path) -> tuple[str, bytes | None]:
         raise ParseError(str(path), 0, f"cannot read: {error.strerror}") from None
 
 
-def parse_content(path: Path, data: bytes | None) -> list[ParsedRun]:
-    """The runs of a file `read_content` read: from its bytes when it kept them, else streamed from the path."""
+def parse_content(path: Path, data: bytes | None, messages: bool = True) -> list[ParsedRun]:
+    """The runs of a file `read_content` read: from its bytes when it kept them, else streamed from the path;
+    with the warnings and errors printed among them (`messages`: a user's output, not a published page's prose)."""
+    if messages:
+        return parse_output(path, data)
     return parse_file(path) if data is None else parse_bytes(data, str(path))
 
 
@@ -131,7 +134,7 @@ def _ingest_one(connection: Connection, path: Path, context: Provenance, tags: d
             report.skipped.append(f"{path}: already stored ({run_ids(existing)}); use --replace to store it again")
             return
         if runs is None:
-            runs = parse_output(path, data)
+            runs = parse_content(path, data)
         replaced = delete_runs(connection, existing) if existing else 0
         ids = write_runs(connection, runs, source=str(path), tags=tags, provenance=context, content_sha256=digest)
     report.stored(runs, ids)
@@ -162,7 +165,7 @@ def ingest_files(database: Engine, paths: Iterable[str | Path], tags: dict[str, 
                         return before
                     transaction, pending = None, 0
                 # parsed here, unless stored already (then skipped under the lock, or parsed there if it went)
-                runs = parse_output(path, data) if replace or not _stored_already(database, digest) else None
+                runs = parse_content(path, data) if replace or not _stored_already(database, digest) else None
                 if transaction is None:
                     before = copy.deepcopy(report)  # what stands if this group's commit fails
                     transaction, started = connection.begin(), time.monotonic()
