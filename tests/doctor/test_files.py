@@ -217,3 +217,14 @@ def test_the_docs_show_the_catalogue_and_an_example_of_a_file():
         assert f"| `{signature.id}` | {signature.verdict} | {signature.source} |" in text, signature.id
     assert "COLUMNS=80 mpistack doctor slurm-4224.out" in text and "problem  ucx-posix-proc-link-denied" in text
     assert "mpistack doctor bw.out --like" in text
+
+
+def test_an_ingested_outputs_unrecognised_lines_are_listed_by_run(tmp_path):
+    db, path = tmp_path / "s.db", write(tmp_path, "slurm-77.out", SLURM_OUT)
+    ingest = subprocess.run([*MPISTACK, "--db", db, "ingest", path, "-t", "system=x"], capture_output=True,
+                            text=True, env=plain_environment(), timeout=120)
+    assert "(run 1..2)" in ingest.stderr, ingest.stderr
+    result = doctor("--run", "2", "--db", db)
+    assert "warning  pmix-version-skew" in result.stdout
+    assert "unrecognised in run 2: 1 line(s)" in result.stdout
+    assert "frobnicator: error: the flux capacitor is not charged" in result.stdout

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from mpistack.doctor import diagnose_runs
 from mpistack.ingest.files import ingest_files
-from mpistack.parsers.launcher_messages import LINE_CHARS, MESSAGE_CHARS
+from mpistack.parsers.launcher_messages import FRAME_CHARS, MESSAGE_CHARS
 from mpistack.store import open_database
 from mpistack.store.query import Where, run_diagnostics
 
@@ -67,5 +67,5 @@ def test_the_stored_messages_are_bounded_and_escaped(store_url, tmp_path):
     path.write_text(noise + BANNER_BW)
     report = ingest_files(engine, [path], {"system": "x"})
     (run,) = run_diagnostics(engine, [Where("run", "=", report.run_ids[0])])
-    assert len(run["message"]) <= MESSAGE_CHARS + LINE_CHARS + 60
+    assert len(run["message"]) <= MESSAGE_CHARS + FRAME_CHARS + 60
     assert "\x1b" not in run["message"] and "\\x07" in run["message"]

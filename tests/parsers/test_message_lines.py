@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpistack.parsers import MessageLines, parse_output
-from mpistack.parsers.launcher_messages import LINE_CHARS, MESSAGE_CHARS, escaped
+from mpistack.parsers.launcher_messages import FRAME_CHARS, LINE_CHARS, MESSAGE_CHARS, escaped
 
 
 def collected(text: str) -> MessageLines:
@@ -29,7 +29,7 @@ def test_a_help_frame_is_one_message_and_rank_labels_are_dropped():
     frame = ["-" * 74, 'The application appears to have been direct launched using "srun",',
              "but OMPI was not built with SLURM's PMI support and therefore cannot", "execute.", "-" * 74]
     messages = collected("".join(f"0: {line}\n" for line in frame))
-    assert messages.messages == ["\n".join(frame[1:4])]
+    assert messages.messages == [" ".join(frame[1:4])]
 
 
 def test_table_rows_and_headers_are_not_messages_though_fail_is_a_word_of_one():
@@ -47,7 +47,7 @@ def test_control_characters_and_colours_are_escaped_and_long_lines_cut():
 @given(st.lists(st.text(min_size=1, max_size=200), min_size=1, max_size=400))
 def test_whatever_is_fed_the_kept_text_stays_bounded(lines):
     messages = collected("".join(f"error {index}: {line}\n".replace("\r", " ") for index, line in enumerate(lines)))
-    assert len(messages.text()) <= MESSAGE_CHARS + LINE_CHARS + 60
+    assert len(messages.text()) <= MESSAGE_CHARS + FRAME_CHARS + 60
     assert "\x00" not in messages.text()
 
 

@@ -104,6 +104,10 @@ def doctor(
         print(json.dumps(to_json(findings, looked_at), indent=2))
     elif configurations is not None:
         _print_by_configuration(findings, looked_at, configurations)
+        if run_id is not None:  # an ingested output: what it said that the doctor does not know, as for its file
+            from .doctor_files import print_unrecognised_run
+
+            print_unrecognised_run(database(db, must_exist=True), run_id)
     else:
         _print(findings, looked_at)
     raise typer.Exit(exit_status(findings))

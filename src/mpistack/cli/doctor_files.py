@@ -86,7 +86,6 @@ def _print_files(readings, findings, left, unreadable) -> None:
     from rich.text import Text
 
     from ..doctor import by_cause
-    from ..doctor.files import UNRECOGNISED_SHOWN
 
     out.print(Text.assemble(("mpistack doctor", "bold"), ": ",
                             ", ".join(reading.name for reading in readings) or "no readable file"), highlight=False)
@@ -102,16 +101,38 @@ def _print_files(readings, findings, left, unreadable) -> None:
         _print_finding(group[0], f"in {', '.join(subjects)}" if subjects else "")
         causes.append(group[0])
     for reading in readings:
-        lines = left[reading.name]
-        if not lines:
-            continue
-        shown = lines[:UNRECOGNISED_SHOWN]
-        more = f", the first {len(shown)} shown" if len(lines) > len(shown) else ""
-        _indented(f"unrecognised in {reading.name}: {len(lines)} line(s) that read like errors or warnings match "
-                  f"no known message{more}:", "yellow", by=0)
-        for line in shown:
-            _indented(line, by=2)
+        _print_unrecognised(reading.name, left[reading.name])
     _print_counts(causes)
+
+
+def _print_unrecognised(where: str, lines: list[str]) -> None:
+    from ..doctor.files import UNRECOGNISED_SHOWN
+
+    if not lines:
+        return
+    shown = lines[:UNRECOGNISED_SHOWN]
+    more = f", the first {len(shown)} shown" if len(lines) > len(shown) else ""
+    _indented(f"unrecognised in {where}: {len(lines)} line(s) that read like errors or warnings match no known "
+              f"message{more}:", "yellow", by=0)
+    for line in shown:
+        _indented(line, by=2)
+
+
+def print_unrecognised_run(store, run_id: int) -> None:
+    """The unrecognised messages of a stored run mpistack did not launch (an ingested output), listed as
+    `doctor FILE` lists them for its file."""
+    from ..doctor.files import unrecognised
+    from ..store.query import Where, run_diagnostics
+
+    for run in run_diagnostics(store, [Where("run", "=", run_id)]):
+        if run["campaign"] is None and run["message"]:
+            _print_unrecognised(f"run {run_id}", unrecognised(_messages(run["message"])))
+
+
+def _messages(text: str) -> list[str]:
+    """A stored message as the messages it was kept from: Open MPI's help texts are folded back by the bank's
+    matching anyway, so each line is one message here."""
+    return [line for line in text.splitlines() if line.strip()]
 
 
 def _list_signatures(as_json: bool) -> None:

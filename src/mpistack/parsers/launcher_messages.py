@@ -49,8 +49,8 @@ _MESSAGE_WORDS = re.compile(
     r"not available|not found|no such|not permitted|segmentation|bus error|signal \d+|killed|unexpected|"
     r"undefined symbol|out of memory|out-of-resource|mismatch|unsupported|refused|timed out|unreachable)\b",
     re.IGNORECASE)
-# Open MPI's help texts (show_help) are framed by lines of dashes; a frame is kept whole, as one message, since its
-# sentences run over several lines
+# Open MPI's help texts (show_help) are framed by lines of dashes; a frame is kept whole, as one message on one line,
+# since its sentences run over several lines
 _FRAME = re.compile(r"^-{20,}\s*$")
 # what launchers put before each line of a rank's output: srun --label ('0: '), mpirun --tag-output
 # ('[1,0]<stderr>:')
@@ -64,6 +64,7 @@ _OSU_TEST = re.compile(r"\bosu_([a-z_]+)\b")
 MESSAGE_CHARS = 4000  # characters of an output's messages kept (as many as a launched case keeps of its output)
 LINE_CHARS = 400  # one message line at most (a line beyond it is cut)
 FRAME_LINES = 40  # lines of one help frame at most
+FRAME_CHARS = 1200  # characters of one help frame at most, its lines joined
 
 
 def escaped(line: str) -> str:
@@ -83,8 +84,9 @@ def looks_like_message(line: str) -> bool:
 class MessageLines:
     """The messages in an output read line by line (``feed``): lines that look like warnings or errors, and Open
     MPI's framed help texts whole. Bounded: the same line printed by every rank (numbers aside: pids, ranks,
-    hosts' numbers) is kept once and counted, and at most MESSAGE_CHARS are kept, the first three quarters and
-    the last quarter of what was seen (the cause is usually said first, the abort last)."""
+    hosts' numbers) is kept once and counted, and about MESSAGE_CHARS are kept (one frame more at most), the
+    first three quarters and the last quarter of what was seen (the cause is usually said first, the abort
+    last)."""
 
     def __init__(self, limit: int = MESSAGE_CHARS):
         self.limit = limit
@@ -108,8 +110,9 @@ class MessageLines:
                 self._frame = []
             else:
                 frame, self._frame = self._frame, None
-                if frame:
-                    self._keep("\n".join(frame))
+                if frame:  # one line, as its sentences run on (stored and matched so)
+                    joined = " ".join(frame)
+                    self._keep(joined if len(joined) <= FRAME_CHARS else joined[:FRAME_CHARS - 1] + "…")
             return
         if self._frame is not None:
             if line and len(self._frame) < FRAME_LINES:
@@ -142,7 +145,7 @@ class MessageLines:
             return
         self.tail.append(message)
         self.tail_chars += size
-        while self.tail and self.tail_chars > self.limit // 4:
+        while len(self.tail) > 1 and self.tail_chars > self.limit // 4:  # the last message always stays
             self.tail_chars -= len(self.tail.pop(0)) + 1
             self.dropped += 1
 
@@ -156,7 +159,7 @@ class MessageLines:
 
     @property
     def messages(self) -> list[str]:
-        """What was kept, in the order it was printed (a frame as one message of several lines)."""
+        """What was kept, in the order it was printed (a frame as one message, its lines joined)."""
         return self.head + self.tail
 
     def text(self) -> str:
