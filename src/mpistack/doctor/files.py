@@ -94,7 +94,10 @@ def as_run(run: ParsedRun, source: str) -> dict:
     store would hold of it, with no run id and no campaign."""
     facts = Provenance().update(run.provenance)
     context, tags = Provenance(), dict(run.tags)
-    tags = context.split_tags(tags)  # user tags that name a run field (stack, approach, ranks ...) set it
+    try:
+        tags = context.split_tags(tags)  # user tags that name a run field (stack, approach, ranks ...) set it
+    except ValueError:  # a tag the store would refuse: the rules read it as a plain tag
+        context = Provenance()
     facts.update(context)
     sizes, validations, _metrics, _stats = run.rows.columns()
     failed = sorted({sizes[index] for index, code in enumerate(validations) if VALIDATION_NAMES[code] == "fail"})
