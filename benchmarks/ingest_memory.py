@@ -7,7 +7,7 @@ from the kernel (getrusage of the finished child). Goal: a small multiple of the
 the same table (it keeps the figures, as ingest does), then the log (it keeps a bounded set of messages: goal,
 about the interpreter's own size, whatever the log's).
 
-    python benchmarks/ingest_memory.py [--mb 200]
+    python benchmarks/ingest_memory.py [--mb 200] [--doctor-only]
 """
 
 from __future__ import annotations
@@ -69,21 +69,24 @@ def child_peak(command: list[str]) -> tuple[int, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=200, help="size of the generated table in MB (default 200)")
+    parser.add_argument("--doctor-only", action="store_true", help="measure mpistack doctor FILE alone")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mpistack-bench-ingest-memory-") as directory:
         table = Path(directory) / "osu_bw.txt"
         rows = write_table(table, options.mb)
         size = table.stat().st_size
-        command = [sys.executable, "-m", "mpistack.cli", "--db", str(Path(directory) / "big.db"), "ingest",
-                   str(table), "-t", "stack=bench", "-t", "approach=native"]
-        start = time.perf_counter()
-        result = subprocess.run(command, capture_output=True, text=True)
-        elapsed = time.perf_counter() - start
-        if result.returncode != 0:
-            sys.exit(f"ingest failed ({result.returncode}):\n{result.stderr}")
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # Linux reports KiB
-        print(f"ingest memory: {size / 1e6:.0f} MB OSU table ({rows:,} rows) -> peak RSS {peak / 1e6:.0f} MB "
-              f"= {peak / size:.2f} x the file (goal: a small multiple); {elapsed:.1f} s, {rows / elapsed:,.0f} rows/s")
+        if not options.doctor_only:
+            command = [sys.executable, "-m", "mpistack.cli", "--db", str(Path(directory) / "big.db"), "ingest",
+                       str(table), "-t", "stack=bench", "-t", "approach=native"]
+            start = time.perf_counter()
+            result = subprocess.run(command, capture_output=True, text=True)
+            elapsed = time.perf_counter() - start
+            if result.returncode != 0:
+                sys.exit(f"ingest failed ({result.returncode}):\n{result.stderr}")
+            peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # Linux reports KiB
+            print(f"ingest memory: {size / 1e6:.0f} MB OSU table ({rows:,} rows) -> peak RSS {peak / 1e6:.0f} MB "
+                  f"= {peak / size:.2f} x the file (goal: a small multiple); {elapsed:.1f} s, "
+                  f"{rows / elapsed:,.0f} rows/s")
         doctor = [sys.executable, "-m", "mpistack.cli", "doctor", "--json"]
         status, peak, seconds = child_peak([*doctor, str(table)])
         print(f"doctor memory: {size / 1e6:.0f} MB OSU table -> peak RSS {peak / 1e6:.0f} MB = {peak / size:.2f} x the "
