@@ -60,7 +60,8 @@ def child_peak(command: list[str]) -> tuple[int, float, float]:
     the children of a fresh interpreter, so that one measurement does not carry another's peak)."""
     probe = ("import resource, subprocess, sys, time; start = time.perf_counter(); "
              "status = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode; "
-             "print(status, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, time.perf_counter() - start)")
+             "print(status, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, "
+             "time.perf_counter() - start)")
     status, peak, seconds = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True,
                                            check=True).stdout.split()
     return int(status), float(peak), float(seconds)

@@ -27,7 +27,8 @@ from . import osu_text
 from .osu_text import parse_osu_text
 from .storable import check_runs
 
-__all__ = ["HEAD_BYTES", "MessageLines", "NoBenchmarkOutput", "ParseError", "ParsedRow", "ParsedRun", "RowTable", "parse_bench_json", "parse_bytes",
+__all__ = ["HEAD_BYTES", "MessageLines", "NoBenchmarkOutput", "ParseError", "ParsedRow", "ParsedRun", "RowTable",
+           "parse_bench_json", "parse_bytes",
            "parse_file",
            "parse_markdown_tables", "parse_output", "parse_osu_text", "parse_text"]
 
