@@ -38,6 +38,10 @@ def test_table_rows_and_headers_are_not_messages_though_fail_is_a_word_of_one():
     assert messages.messages == ["DATA VALIDATION ERROR: rank 1, message size 1"]
 
 
+def test_a_coloured_message_is_kept():
+    assert collected("\x1b[1;31mERROR\x1b[0m: cannot attach\n").messages == ["ERROR: cannot attach"]
+
+
 def test_control_characters_and_colours_are_escaped_and_long_lines_cut():
     assert escaped("\x1b[31mERROR\x1b[0m bad\x07 byte\n") == "ERROR bad\\x07 byte"
     assert len(escaped("error " + "x" * 10_000)) == LINE_CHARS

@@ -102,6 +102,11 @@ class MessageLines:
         self.test: str | None = None  # the first OSU test a line names ('$ srun ./osu_bw'), without osu_
 
     def feed(self, raw: str) -> None:
+        # most lines of an output are a table's rows: outside a frame, a line without a message's word, a frame's
+        # dashes or a test's name is passed over before it is cleaned
+        if self._frame is None and not _MESSAGE_WORDS.search(raw) and "--" not in raw and "osu_" not in raw \
+                and "\x1b" not in raw:  # (a colour code may hide a word's start)
+            return
         line = escaped(raw)
         if self.test is None and "osu_" in line and (named := _OSU_TEST.search(line)):
             self.test = named.group(1)
