@@ -27,7 +27,7 @@ def _env(pairs: list[str] | None) -> dict[str, str]:
 
 
 def doctor(
-    files: Annotated[Optional[list[str]], typer.Argument(metavar="[FILE]...", show_default=False, help="Output files to read as they are (OSU text with launcher noise, mpistack-bench JSON, a whole slurm-N.out; '-': standard input); no store needed.")] = None,
+    files: Annotated[Optional[list[str]], typer.Argument(metavar="FILE", show_default=False, help="Output files to read as they are (OSU text with launcher noise, mpistack-bench JSON, a whole slurm-N.out; '-': standard input); no store needed.")] = None,
     like: Annotated[Optional[str], typer.Option("--like", metavar="ref:NAME", help="With FILE: read the figures against this shipped reference (mpistack references) and its kind of system.")] = None,
     signatures: Annotated[bool, typer.Option("--signatures", help="List the known messages (the signature bank): id, verdict, meaning, fix, source.")] = False,
     image: Annotated[Optional[str], typer.Option("--image", metavar="IMG", help="Probe inside this image (with the engine).")] = None,
@@ -46,19 +46,17 @@ def doctor(
     score: Annotated[bool, typer.Option("--score", help="With --campaign: score the findings against the causes its variants inject (expect = ...): precision and recall; exit 1 when recall < 90% or precision < 95%.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Why a stack is slow or fails: checks of this host, an image, stored runs or a planned case, each with its
-    evidence, meaning, fix and public source."""
+    """Why a stack is slow or fails: checks of this host, an image, stored runs, a planned case or output files
+    (FILE...), each with its evidence, meaning, fix and public source."""
     from ..doctor import diagnose, exit_status, to_json
 
     settings = _env(env)
+    chosen = [name for name, given in (("--image", image), ("--run", run_id), ("--campaign", campaign),
+                                       ("--stack", stack)) if given is not None]
     if signatures or files or like is not None:
         from .doctor_files import doctor_files
 
-        doctor_files(files or [], like, signatures, as_json,
-                     others=[name for name, given in (("--image", image), ("--run", run_id), ("--campaign", campaign),
-                                                      ("--stack", stack)) if given is not None])
-    chosen = [name for name, given in (("--image", image), ("--run", run_id), ("--campaign", campaign),
-                                       ("--stack", stack)) if given is not None]
+        doctor_files(files or [], like, signatures, as_json, others=chosen)
     if len(chosen) > 1:
         fail(f"{' and '.join(chosen)}: choose one subject to diagnose")
     if score:
