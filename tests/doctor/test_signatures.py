@@ -51,6 +51,61 @@ MESSAGES = [
     ("pyxis-errors", "pyxis: [ERROR] Failed to refresh the dynamic linker cache"),
     ("step-creation-disabled", "srun: Job step creation temporarily disabled, retrying (Requested nodes are busy)"),
     ("ucx-tls-empty", "ucp_context.c:1102 UCX  ERROR The TLs list is empty. Please specify the transports"),
+    # excerpts written from the public threads each new entry cites (pids, hosts and paths as there, or changed)
+    ("ucx-posix-proc-link-denied", "[1688710000.495329] [c7:2019617:0]       mm_posix.c:195  UCX  ERROR open("
+                                   "file_name=/proc/2019618/fd/20 flags=0x0) failed: Permission denied"),
+    ("ucx-posix-proc-link-denied", "[1712.1] [node-a17:88:0]  mm_posix.c:219  UCX  ERROR   open(file_name=/proc/91/fd/"
+                                   "35 flags=0x0) failed: Permission denied"),
+    ("ucx-mm-connect-failed", "[1662593980.908470] [slurm-pg0-4:25595:0]           mm_ep.c:159  UCX  ERROR   mm ep "
+                              "failed to connect to remote FIFO id 0xc0000008c00063ff: Shared memory error"),
+    ("vader-cma-user-namespaces", "WARNING: The default btl_vader_single_copy_mechanism CMA is\n"
+                                  "not available due to different user namespaces."),
+    ("pmix-version-skew", "[nid200018:821449] UNPACK-PMIX-VALUE: UNSUPPORTED TYPE 104"),
+    ("pmix-version-skew", "[nid200019:1324764] PMIX ERROR: OUT-OF-RESOURCE in file base/bfrop_base_unpack.c at line "
+                          "750"),
+    ("pmix-gds-dstore", "[oe-riscv-78:503876] PMIX ERROR: ERROR in file dstore_base.c at line 2267"),
+    ("pmix-gds-dstore", "[nid16980:96732] PMIX ERROR: ERROR in file ../../../../../../../opal/mca/pmix/pmix2x/pmix/src/"
+                        "dstore/pmix_esh.c at line 2201"),
+    ("ompi-tcp-unexpected-peer", "[second-node][[22157,1],4][btl_tcp_endpoint.c:626:mca_btl_tcp_endpoint_recv_connect_"
+                                 "ack] received unexpected process identifier [[22157,1],7]"),
+    ("ompi-tcp-unexpected-peer", "Open MPI detected an inbound MPI TCP connection request from a peer\n"
+                                 "that appears to be part of this MPI job (i.e., it identified itself as"),
+    ("ompi-component-not-loaded", "[build-25072227:04098] mca_base_component_repository_open: unable to open "
+                                  "mca_btl_openib: librdmacm.so.1: cannot open shared object file: No such file or "
+                                  "directory (ignored)"),
+    ("ompi-component-not-loaded", "[xanadu-20:23503] mca_base_component_repository_open: unable to open mca_plm_tm: "
+                                  "libtorque.so.2: cannot open shared object file: No such file or directory "
+                                  "(ignored)"),
+    ("abi-undefined-symbol", "../../build/gnu/ocean_only/repro/MOM6: symbol lookup error: /usr/lib/libmpi_mpifh.so.12: "
+                             "undefined symbol: mpi_fortran_weights_empty"),
+    ("abi-undefined-symbol", "ImportError: /opt/venv/lib/python3.10/site-packages/mpi4py/MPI.cpython-310-x86_64-linux-"
+                             "gnu.so: undefined symbol: ompi_mpi_errors_abort"),
+    ("mpi-library-not-found", "./osu_bw: error while loading shared libraries: libmpi.so.40: cannot open shared object "
+                              "file: No such file or directory"),
+    ("mpi-library-not-found", "ImportError: libopen-pal.so.80: cannot open shared object file: No such file or "
+                              "directory\n/usr/bin/osu_latency: error while loading shared libraries: libfabric.so.1: "
+                              "cannot open shared object file: No such file or directory"),
+    ("nccl-shm-too-small", "ubuntu:9621:9688 [3] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory "
+                           "segment /dev/shm/nccl-KWfVyt (size 5967872)"),
+    ("nccl-shm-too-small", "gpu2-ru7:2143:2561 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No "
+                           "space left on device"),
+    ("ompi-no-fabric-interface", "[[40111,1],0]: A high-performance Open MPI point-to-point messaging module\n"
+                                 "was unable to find any relevant network interfaces:"),
+    ("ibverbs-no-driver", "libibverbs: Warning: no userspace device-specific driver found for "
+                          "/sys/class/infiniband_verbs/uverbs0"),
+    ("ompi-unreachable-peers", "At least one pair of MPI processes are unable to reach each other for\n"
+                               "MPI communications.  This means that no Open MPI device has indicated"),
+    ("ompi-ofi-call-failed", "Open MPI failed an OFI Libfabric library call (fi_domain).  This is highly\n"
+                             "unusual; your job may behave unpredictably (and/or abort) after this."),
+    ("ompi-no-slurm-pmi", 'The application appears to have been direct launched using "srun",\n'
+                          "but OMPI was not built with SLURM support. This usually happens"),
+    ("pmix-version-skew", "[login4:12345] PMIX ERROR: UNPACK-PAST-END in file unpack.c at line 185"),
+    ("ucx-no-transport-to-peer", "[1581060992.288391] [daishan:9817 :0]         select.c:438  UCX  ERROR no active "
+                                 "messages transport to <no debug data>: posix/memory - Destination is unreachable, "
+                                 "sysv/memory - Destination is unreachable"),
+    ("ucx-no-transport-to-peer", "[node002:217310] pml_ucx.c:472  Error: Failed to resolve UCX endpoint for rank 0"),
+    ("glibc-older-than-bound-library", "/opt/osu/libexec/osu_bw: /lib64/libc.so.6: version `GLIBC_2.34' not found "
+                                       "(required by /host/openmpi/lib/libmpi.so.40)"),
     ("ompi-ob1-match-during-init", "[node2:01234] Failing at address: 0xe0\n[node2:01234] [ 1] /opt/mpi/lib/"
                                    "libmpi.so.40(mca_pml_ob1_recv_frag_callback_match+0x7e)[0x7f54e68c1f2e]"),
 ]

@@ -1,6 +1,7 @@
 """`mpistack doctor`: why a stack is slow or fails. On this host by default; on an image (--image), stored
-runs (--run, --campaign) or what a campaign would run (--stack with --approach). Exit status 0: no problem,
-1: a problem found, 2: bad usage."""
+runs (--run, --campaign), what a campaign would run (--stack with --approach), or output files as a user has
+them (FILE..., `-` for standard input: cli/doctor_files.py). Exit status 0: no problem, 1: a problem found,
+2: bad usage."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ def _env(pairs: list[str] | None) -> dict[str, str]:
 
 
 def doctor(
+    files: Annotated[Optional[list[str]], typer.Argument(metavar="FILE", show_default=False, help="Output files to read as they are (OSU text with launcher noise, mpistack-bench JSON, a whole slurm-N.out; '-': standard input); no store needed.")] = None,
+    like: Annotated[Optional[str], typer.Option("--like", metavar="ref:NAME", help="With FILE: read the figures against this shipped reference (mpistack references) and its kind of system.")] = None,
+    signatures: Annotated[bool, typer.Option("--signatures", help="List the known messages (the signature bank): id, verdict, meaning, fix, source.")] = False,
     image: Annotated[Optional[str], typer.Option("--image", metavar="IMG", help="Probe inside this image (with the engine).")] = None,
     run_id: Annotated[Optional[int], typer.Option("--run", metavar="ID", help="Diagnose one stored run.")] = None,
     campaign: Annotated[Optional[str], typer.Option("--campaign", metavar="NAME", help="Diagnose a stored campaign (its latest run of that name, or a number): its runs and results.")] = None,
@@ -42,13 +46,17 @@ def doctor(
     score: Annotated[bool, typer.Option("--score", help="With --campaign: score the findings against the causes its variants inject (expect = ...): precision and recall; exit 1 when recall < 90% or precision < 95%.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Why a stack is slow or fails: checks of this host, an image, stored runs or a planned case, each with its
-    evidence, meaning, fix and public source."""
+    """Why a stack is slow or fails: checks of this host, an image, stored runs, a planned case or output files
+    (FILE...), each with its evidence, meaning, fix and public source."""
     from ..doctor import diagnose, exit_status, to_json
 
     settings = _env(env)
     chosen = [name for name, given in (("--image", image), ("--run", run_id), ("--campaign", campaign),
                                        ("--stack", stack)) if given is not None]
+    if signatures or files or like is not None:
+        from .doctor_files import doctor_files
+
+        doctor_files(files or [], like, signatures, as_json, others=chosen)
     if len(chosen) > 1:
         fail(f"{' and '.join(chosen)}: choose one subject to diagnose")
     if score:
@@ -94,6 +102,10 @@ def doctor(
         print(json.dumps(to_json(findings, looked_at), indent=2))
     elif configurations is not None:
         _print_by_configuration(findings, looked_at, configurations)
+        if run_id is not None:  # an ingested output: what it said that the doctor does not know, as for its file
+            from .doctor_files import print_unrecognised_run
+
+            print_unrecognised_run(database(db, must_exist=True), run_id)
     else:
         _print(findings, looked_at)
     raise typer.Exit(exit_status(findings))

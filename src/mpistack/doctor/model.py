@@ -9,8 +9,9 @@ from typing import Any, Callable, Iterable
 from ..registry import DOCTOR_RULES
 
 VERDICTS = ("ok", "warning", "problem")
-#: what a rule looks at; each group's rules take one kind of subject
-GROUPS = ("host", "image", "runs", "performance", "plan")
+#: what a rule looks at; each group's rules take one kind of subject ("file": output files' figures beside a
+#: published reference, ``doctor FILE --like``)
+GROUPS = ("host", "image", "runs", "performance", "plan", "file")
 #: the JSON document's schema name, bumped when a key changes meaning
 JSON_SCHEMA = "mpistack-doctor/1"
 

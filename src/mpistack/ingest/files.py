@@ -1,6 +1,8 @@
 """Ingesting benchmark output files: each file is its own unit. It is hashed, looked up (the same content is
 stored once, unless replaced), parsed and written inside a savepoint; whatever goes wrong with one file is
-one line of the report, and the other files are stored.
+one line of the report, and the other files are stored. The warnings and errors its libraries and launcher
+printed among the output are stored with its runs (`parsers.parse_output`), as a launched case's output is, so
+that `mpistack doctor --run N` reads them; an output of such messages and no table is stored as a failed run.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Callable, Iterable
 from sqlalchemy import Connection, Engine
 
 from ..cache import UnsafePath, open_regular_file
-from ..parsers import HEAD_BYTES, ParsedRun, ParseError, parse_bytes, parse_file
+from ..parsers import HEAD_BYTES, ParsedRun, ParseError, parse_bytes, parse_file, parse_output
 from ..parsers.storable import COUNT_FIELDS, RUN_TEXT_LIMITS, TAG_KEY_LIMIT, count_problem, text_problem
 from ..spec.provenance import CONTEXT_FIELDS, Provenance
 from ..store.database import driver_message, write_connection
@@ -97,8 +99,11 @@ def read_content(path: Path) -> tuple[str, bytes | None]:
         raise ParseError(str(path), 0, f"cannot read: {error.strerror}") from None
 
 
-def parse_content(path: Path, data: bytes | None) -> list[ParsedRun]:
-    """The runs of a file `read_content` read: from its bytes when it kept them, else streamed from the path."""
+def parse_content(path: Path, data: bytes | None, messages: bool = True) -> list[ParsedRun]:
+    """The runs of a file `read_content` read: from its bytes when it kept them, else streamed from the path;
+    with the warnings and errors printed among them (`messages`: a user's output, not a published page's prose)."""
+    if messages:
+        return parse_output(path, data)
     return parse_file(path) if data is None else parse_bytes(data, str(path))
 
 

@@ -83,7 +83,7 @@ def _content(path: Path, tags: dict[str, str]) -> tuple[str, list[ParsedRun]]:
     file's bytes and of the tags it is stored with (its manifest's, and those given when loading it), as a newer
     mpistack or the user may change either."""
     digest, data = read_content(path)
-    runs = parse_content(path, data)
+    runs = parse_content(path, data, messages=False)  # the page's prose is not the run's output
     return hashlib.sha256(f"{digest} {json.dumps(tags, sort_keys=True)}".encode()).hexdigest(), runs
 
 

@@ -5,6 +5,10 @@ which holds a JSON document's start and a Markdown table's first title. A format
 `lines` capability: OSU text) is given the file as a stream of lines, so that a large output is never held
 whole in memory; the others get the whole text. Every run is checked against what a store can hold
 (`storable`) before it is returned.
+
+`parse_output` does the same and keeps what the output's libraries and launcher said among its lines
+(warnings, errors, Open MPI's help texts: `launcher_messages.MessageLines`, bounded) with each of its runs, in
+one pass over the file; an output with such messages and no table is one failed run carrying them.
 """
 
 from __future__ import annotations
@@ -17,13 +21,16 @@ from ..registry import FORMATS
 # each module registers its input format when imported
 from .bench_json import parse_bench_json
 from .markdown_tables import parse_markdown_tables
-from .model import ParsedRow, ParsedRun, ParseError, RowTable
+from .launcher_messages import MessageLines
+from .model import NoBenchmarkOutput, ParsedRow, ParsedRun, ParseError, RowTable
+from . import osu_text
 from .osu_text import parse_osu_text
 from .storable import check_runs
 
-__all__ = ["HEAD_BYTES", "ParseError", "ParsedRow", "ParsedRun", "RowTable", "parse_bench_json", "parse_bytes",
+__all__ = ["HEAD_BYTES", "MessageLines", "NoBenchmarkOutput", "ParseError", "ParsedRow", "ParsedRun", "RowTable",
+           "parse_bench_json", "parse_bytes",
            "parse_file",
-           "parse_markdown_tables", "parse_osu_text", "parse_text"]
+           "parse_markdown_tables", "parse_output", "parse_osu_text", "parse_text"]
 
 HEAD_BYTES = 1 << 20  # what format detection reads of a file
 _BINARY_PROBE = 8192
@@ -43,11 +50,16 @@ def _nul_problem(text: str, source: str) -> None:
                          "NUL character in the text: expected benchmark output as text")
 
 
-def parse_text(text: str, source: str = "<text>") -> list[ParsedRun]:
-    """The runs in `text`, read by the first registered input format (FORMATS, by order) that detects it."""
+def parse_text(text: str, source: str = "<text>", collector: MessageLines | None = None) -> list[ParsedRun]:
+    """The runs in `text`, read by the first registered input format (FORMATS, by order) that detects it.
+    `collector`: fed every line of a text read line by line (OSU text), before it is parsed."""
     text = text.removeprefix("\ufeff")  # a byte order mark some editors write at the start
+    entry = _detect(text, source)
+    if collector is not None and "lines" in entry.capabilities:
+        for line in osu_text._text_lines(text):
+            collector.feed(line)
     _nul_problem(text, source)
-    return check_runs(_detect(text, source).plugin(text, source), source)
+    return check_runs(entry.plugin(text, source), source)
 
 
 def _decoded_lines(handle: IO[bytes], source: str, errors: str = "strict") -> Iterator[str]:
@@ -67,7 +79,8 @@ def _not_utf8(data: bytes, error: UnicodeDecodeError, source: str) -> ParseError
     return ParseError(source, data[: error.start].count(b"\n") + 1, "not UTF-8 text: expected OSU benchmark output")
 
 
-def parse_bytes(data: bytes, source: str, errors: str = "strict") -> list[ParsedRun]:
+def parse_bytes(data: bytes, source: str, errors: str = "strict",
+                collector: MessageLines | None = None) -> list[ParsedRun]:
     """The runs in a file's bytes already read (a small file: ingest hashes and parses one read). `errors`: how
     bytes that are not UTF-8 are decoded ("strict": a ParseError; "replace" for a launched program's own output,
     where a library's stray byte must not lose the benchmark's rows)."""
@@ -79,18 +92,26 @@ def parse_bytes(data: bytes, source: str, errors: str = "strict") -> list[Parsed
         text = data.decode("utf-8", errors)
     except UnicodeDecodeError as error:
         raise _not_utf8(data, error, source) from None
-    return parse_text(text, source)
+    return parse_text(text, source, collector)
 
 
-def parse_file(path: str | Path, errors: str = "strict") -> list[ParsedRun]:
-    """The runs in a file, a large one read as a stream (`errors`: see parse_bytes)."""
+def _fed(lines: Iterator[str], collector: MessageLines | None) -> Iterator[str]:
+    for line in lines:
+        if collector is not None:
+            collector.feed(line)
+        yield line
+
+
+def parse_file(path: str | Path, errors: str = "strict", collector: MessageLines | None = None) -> list[ParsedRun]:
+    """The runs in a file, a large one read as a stream (`errors`: see parse_bytes; `collector`: see
+    parse_text, fed to the file's end even where its parse fails)."""
     path = Path(path)
     source = str(path)
     try:
         with path.open("rb") as handle:
             head = handle.read(HEAD_BYTES)
             if len(head) < HEAD_BYTES or not handle.peek(1):
-                return parse_bytes(head, source, errors)  # the whole file
+                return parse_bytes(head, source, errors, collector)  # the whole file
             if b"\x00" in head[:_BINARY_PROBE]:
                 raise ParseError(source, 0, "binary file: expected OSU benchmark output as text")
             # a large file: detect from its head (cut at a character boundary), then read it as the format needs
@@ -98,13 +119,52 @@ def parse_file(path: str | Path, errors: str = "strict") -> list[ParsedRun]:
             entry = _detect(head_text, source)
             handle.seek(0)
             if "lines" in entry.capabilities:
-                return check_runs(entry.lines(_decoded_lines(handle, source, errors), source), source)
+                lines = _fed(_decoded_lines(handle, source, errors), collector)
+                try:
+                    return check_runs(entry.lines(lines, source), source)
+                finally:
+                    if collector is not None:
+                        _drain(lines)
             data = handle.read()
             try:
                 text = data.decode("utf-8", errors)
             except UnicodeDecodeError as error:
                 raise _not_utf8(data, error, source) from None
             del data  # one copy of the file at a time
-            return parse_text(text, source)
+            return parse_text(text, source, collector)
     except OSError as error:
         raise ParseError(source, 0, f"cannot read: {error.strerror}") from None
+
+
+def _drain(lines: Iterator[str]) -> None:
+    """Read what is left of a stream of lines (its collector sees each), past a line that does not decode."""
+    try:
+        for _ in lines:
+            pass
+    except ParseError:
+        pass
+
+
+def parse_output(path: str | Path, data: bytes | None = None, errors: str = "strict",
+                 collector: MessageLines | None = None) -> list[ParsedRun]:
+    """The runs of a file (from `data`, its bytes, when already read), each carrying the messages its output
+    holds besides the launcher's abort lines (bounded, escaped: `MessageLines`); an output that holds messages but
+    no benchmark table is one failed run of the benchmark its command line names, carrying them."""
+    source = str(path)
+    collector = collector if collector is not None else MessageLines()
+    try:
+        runs = parse_file(path, errors, collector) if data is None else parse_bytes(data, source, errors, collector)
+    except NoBenchmarkOutput:
+        if not collector.close().messages:
+            raise
+        run = ParsedRun.empty(collector.test or "unknown")
+        run.aborted = True  # it printed messages and never got to its table
+        run.title = "no benchmark output"
+        runs = [run]
+    collector.close()
+    if collector.messages:
+        for run in runs:
+            said = set(run.messages)
+            run.messages = [*run.messages, *(line for line in collector.text().splitlines() if line not in said)]
+    return check_runs(runs, source)
+

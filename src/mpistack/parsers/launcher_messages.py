@@ -39,3 +39,137 @@ def abort_line(line: str) -> bool:
 def detail_line(line: str) -> bool:
     """True for a line that details an abort (process name, PID, exit code)."""
     return any(pattern.match(line) for pattern in _DETAIL_PATTERNS)
+
+
+# What a library or launcher prints when something is wrong, kept from among the noise of an output so that the
+# doctor can read it (stored with an ingested run as a launched case's output is). A line that looks like a
+# message: one of these words in it.
+_MESSAGE_WORDS = re.compile(
+    r"\b(?:errors?|errno|warn(?:ing)?|fatal|abort(?:ed|ing)?|fail(?:ed|s|ure)?|denied|cannot|can not|unable|"
+    r"not available|not found|no such|not permitted|segmentation|bus error|signal \d+|killed|unexpected|"
+    r"undefined symbol|out of memory|out-of-resource|mismatch|unsupported|refused|timed out|unreachable)\b",
+    re.IGNORECASE)
+# Open MPI's help texts (show_help) are framed by lines of dashes; a frame is kept whole, as one message on one line,
+# since its sentences run over several lines
+_FRAME = re.compile(r"^-{20,}\s*$")
+# what launchers put before each line of a rank's output: srun --label ('0: '), mpirun --tag-output
+# ('[1,0]<stderr>:')
+_RANK_LABEL = re.compile(r"^(?:\d{1,7}:\s|\[\d+,\d+\]<(?:stdout|stderr)>:\s?)")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# a row of a benchmark's table (a size, figures, Pass or Fail): never a message, though 'Fail' is a message's word
+_TABLE_ROW = re.compile(r"^\d+(?:\s+(?:[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?|pass|fail))+$", re.IGNORECASE)
+_NUMBERS = re.compile(r"\d+")
+_OSU_TEST = re.compile(r"\bosu_([a-z_]+)\b")
+MESSAGE_CHARS = 4000  # characters of an output's messages kept (as many as a launched case keeps of its output)
+LINE_CHARS = 400  # one message line at most (a line beyond it is cut)
+FRAME_LINES = 40  # lines of one help frame at most
+FRAME_CHARS = 1200  # characters of one help frame at most, its lines joined
+
+
+def escaped(line: str) -> str:
+    """A line of output as it is kept: without its line end, colour codes and rank label, other control
+    characters written as \\xNN (nothing a terminal or a database would act on), at most LINE_CHARS long."""
+    line = _ANSI.sub("", line.rstrip("\r\n"))
+    line = _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", line)
+    line = _RANK_LABEL.sub("", line.strip()).strip()
+    return line if len(line) <= LINE_CHARS else line[:LINE_CHARS - 1] + "…"
+
+
+def looks_like_message(line: str) -> bool:
+    """True for a line that reads like a warning or an error (a word such as error, warning, failed, denied)."""
+    return bool(_MESSAGE_WORDS.search(line)) and not _TABLE_ROW.match(line)
+
+
+class MessageLines:
+    """The messages in an output read line by line (``feed``): lines that look like warnings or errors, and Open
+    MPI's framed help texts whole. Bounded: the same line printed by every rank (numbers aside: pids, ranks,
+    hosts' numbers) is kept once and counted, and about MESSAGE_CHARS are kept (one frame more at most), the
+    first three quarters and the last quarter of what was seen (the cause is usually said first, the abort
+    last)."""
+
+    def __init__(self, limit: int = MESSAGE_CHARS):
+        self.limit = limit
+        self.head: list[str] = []
+        self.tail: list[str] = []
+        self.head_chars = 0
+        self.tail_chars = 0
+        self.found = 0  # messages seen, repeats included
+        self.repeats = 0  # messages seen again (same text but for numbers)
+        self.dropped = 0  # messages not kept for the bound
+        self._keys: set[str] = set()
+        self._frame: list[str] | None = None
+        self.test: str | None = None  # the first OSU test a line names ('$ srun ./osu_bw'), without osu_
+
+    def feed(self, raw: str) -> None:
+        # most lines of an output are a table's rows: outside a frame, a line without a message's word, a frame's
+        # dashes or a test's name is passed over before it is cleaned
+        if self._frame is None and not _MESSAGE_WORDS.search(raw) and "--" not in raw and "osu_" not in raw \
+                and "\x1b" not in raw:  # (a colour code may hide a word's start)
+            return
+        line = escaped(raw)
+        if self.test is None and "osu_" in line and (named := _OSU_TEST.search(line)):
+            self.test = named.group(1)
+        if _FRAME.match(line):
+            if self._frame is None:
+                self._frame = []
+            else:
+                frame, self._frame = self._frame, None
+                if frame:  # one line, as its sentences run on (stored and matched so)
+                    joined = " ".join(frame)
+                    self._keep(joined if len(joined) <= FRAME_CHARS else joined[:FRAME_CHARS - 1] + "…")
+            return
+        if self._frame is not None:
+            if line and len(self._frame) < FRAME_LINES:
+                self._frame.append(line)
+            elif len(self._frame) >= FRAME_LINES:  # a frame never closed: what it held is kept, line by line
+                frame, self._frame = self._frame, None
+                for held in frame:
+                    self._line(held)
+                self._line(line)
+            return
+        self._line(line)
+
+    def _line(self, line: str) -> None:
+        if line and looks_like_message(line):
+            self._keep(line)
+
+    def _keep(self, message: str) -> None:
+        self.found += 1
+        key = _NUMBERS.sub("#", message)
+        if key in self._keys:
+            self.repeats += 1
+            return
+        self._keys.add(key)
+        if len(self._keys) > 100_000:  # a log of endless distinct lines: stop remembering them, keep bounding
+            self._keys.clear()
+        size = len(message) + 1
+        if self.head_chars + size <= self.limit * 3 // 4:
+            self.head.append(message)
+            self.head_chars += size
+            return
+        self.tail.append(message)
+        self.tail_chars += size
+        while len(self.tail) > 1 and self.tail_chars > self.limit // 4:  # the last message always stays
+            self.tail_chars -= len(self.tail.pop(0)) + 1
+            self.dropped += 1
+
+    def close(self) -> "MessageLines":
+        """The end of the output: a frame left open is kept as its lines."""
+        if self._frame:
+            frame, self._frame = self._frame, None
+            for held in frame:
+                self._line(held)
+        return self
+
+    @property
+    def messages(self) -> list[str]:
+        """What was kept, in the order it was printed (a frame as one message, its lines joined)."""
+        return self.head + self.tail
+
+    def text(self) -> str:
+        """The kept messages as one text (a run's stored message), with a line saying how many were left out."""
+        lines = list(self.head)
+        if self.dropped:
+            lines.append(f"… {self.dropped} message(s) left out …")
+        return "\n".join(lines + self.tail)

@@ -41,6 +41,10 @@ class ParseError(Exception):
         super().__init__(f"{where}: {message}")
 
 
+class NoBenchmarkOutput(ParseError):
+    """Text without any benchmark output (an output that ended before its first table, a log)."""
+
+
 class RowError(ValueError):
     """A row the store cannot hold (a size beyond 64 bits, an infinite figure); parsers add file and line."""
 

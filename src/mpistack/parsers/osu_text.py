@@ -21,7 +21,7 @@ from typing import Iterable, Iterator
 from ..registry import FORMATS
 from ..spec.provenance import Provenance
 from .launcher_messages import MAX_MESSAGES, abort_line, detail_line
-from .model import INT32_MAX, INT64_MAX, ParsedRow, ParsedRun, ParseError, RowError, is_count
+from .model import INT32_MAX, INT64_MAX, NoBenchmarkOutput, ParsedRow, ParsedRun, ParseError, RowError, is_count
 from ..spec.benchmarks import metric_of
 from .osu_names import Column, column_for, is_header, parse_title, split_header
 
@@ -327,6 +327,6 @@ def parse_osu_lines(lines: Iterable[str], source: str = "<text>") -> list[Parsed
             block.pending_bad = block.pending_bad or (lineno, "row without its line end")
     finish(block)
     if not runs:
-        raise ParseError(source, 0, "no OSU benchmark output found: expected a title line such as "
+        raise NoBenchmarkOutput(source, 0, "no OSU benchmark output found: expected a title line such as "
                                     "'# OSU MPI Latency Test v7.5' followed by a '# Size ...' header")
     return runs
