@@ -165,28 +165,25 @@ def container(case: Case, resources: Resources, label: str, env: dict[str, str],
     variant = case.variant
     share_ipc = per_rank if variant is None or variant.share_ipc is None else variant.share_ipc
     shm_size = {"shm_size": variant.shm_size} if variant is not None and variant.shm_size else {}
+    joined = per_rank and variant is not None and variant.namespaces == "joined"
     return ContainerRun(image=resources.images[case.stack.name], argv=list(argv), env=env, label=label,
                         mounts=[f"{own}:{own}", *mounts], share_ipc=share_ipc, share_pid=per_rank,
                         **shm_size,
                         single_copy=case.single_copy, passthrough=list(passthrough),
-                        preserve_fds=preserve_fds)
+                        preserve_fds=preserve_fds, per_rank=per_rank,
+                        join_ranks=ranks_per_node(case.placement) if joined else 0)
 
 
-def confinement(run: ContainerRun) -> str:
-    """What a container may do beyond podman's default, in one word, as recorded with the run: attach other
-    ranks' memory (single-copy), or share the host's IPC and process-id namespaces (ranks in one container
-    each), which lets it see and signal the host's processes."""
-    if run.single_copy:
-        return "single-copy"
-    if run.share_ipc:
-        return "host-ipc-pid"
-    return "host-pid" if run.share_pid else "default"  # host-pid: a container per rank with a private /dev/shm
+def ranks_per_node(placement) -> int:
+    """The most ranks one node of the placement holds (the rest of an uneven spread on the first)."""
+    return placement.ranks_per_node or -(-placement.ranks // placement.nodes)
 
 
 def container_plan(case: Case, resources: Resources, argv: list[str], output: Path | None, label: str,
                    run: ContainerRun, host_env: dict[str, str] | None = None, **facts: str) -> LaunchPlan:
-    """A plan that starts containers: the engine's environment, cleanup label, image and confinement."""
-    recorded = {"confinement": confinement(run),
-                "container_flags": " ".join(run.confinement_flags()), **facts}
+    """A plan that starts containers: the runtime's environment, cleanup label, image and confinement (the
+    typed value, `engines.Confinement`, and its one word for tables)."""
+    confinement = resources.engine.confinement(run)
+    recorded = {"confinement": confinement.word(), "confinement_record": confinement.record(), **facts}
     return LaunchPlan(argv=argv, env={**resources.engine.env_overrides(), **(host_env or {})}, output=output,
                       label=label, image=run.image, facts=recorded)
