@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..engines import ContainerRun, Engine
+from ..engines import ContainerRun, ContainerRuntime, Engine, get_engine
 from ..images.host_venv import NativeBuild
 from ..launchers import LaunchPlan, RankStarter
 from ..registry import LAUNCHERS
@@ -107,6 +107,16 @@ class Resources:
     native_bench: dict[str, NativeBuild] = field(default_factory=dict)  # pip stack name -> its wheel natively
     failed_native: dict[str, str] = field(default_factory=dict)  # pip stack name -> why its native build is missing
     image_fabric: dict[str, ImageFabric] = field(default_factory=dict)  # stack name -> its MPI's libfabric facts
+    _runtimes: dict[str, ContainerRuntime] = field(default_factory=dict)  # runtimes variants name, once each
+
+    def runtime_for(self, case: Case) -> ContainerRuntime:
+        """The container runtime of the case: its variant's engine, else the campaign's (`engine`)."""
+        name = case.variant.engine if case.variant is not None else None
+        if name is None or name == getattr(self.engine, "name", None):
+            return self.engine
+        if name not in self._runtimes:
+            self._runtimes[name] = get_engine(name)
+        return self._runtimes[name]
 
     def case_directory(self, label: str) -> Path:
         """Where the case of this label writes (its output, its JSON): the only part of the work directory
@@ -166,7 +176,8 @@ def container(case: Case, resources: Resources, label: str, env: dict[str, str],
     share_ipc = per_rank if variant is None or variant.share_ipc is None else variant.share_ipc
     shm_size = {"shm_size": variant.shm_size} if variant is not None and variant.shm_size else {}
     joined = per_rank and variant is not None and variant.namespaces == "joined"
-    return ContainerRun(image=resources.images[case.stack.name], argv=list(argv), env=env, label=label,
+    image = resources.runtime_for(case).planned_image(resources.images[case.stack.name])
+    return ContainerRun(image=image, argv=list(argv), env=env, label=label,
                         mounts=[f"{own}:{own}", *mounts], share_ipc=share_ipc, share_pid=per_rank,
                         **shm_size,
                         single_copy=case.single_copy, passthrough=list(passthrough),
@@ -183,7 +194,9 @@ def container_plan(case: Case, resources: Resources, argv: list[str], output: Pa
                    run: ContainerRun, host_env: dict[str, str] | None = None, **facts: str) -> LaunchPlan:
     """A plan that starts containers: the runtime's environment, cleanup label, image and confinement (the
     typed value, `engines.Confinement`, and its one word for tables)."""
-    confinement = resources.engine.confinement(run)
-    recorded = {"confinement": confinement.word(), "confinement_record": confinement.record(), **facts}
-    return LaunchPlan(argv=argv, env={**resources.engine.env_overrides(), **(host_env or {})}, output=output,
+    runtime = resources.runtime_for(case)
+    confinement = runtime.confinement(run)
+    recorded = {"confinement": confinement.word(), "confinement_record": confinement.record(),
+                "runtime": runtime.name, **facts}
+    return LaunchPlan(argv=argv, env={**runtime.env_overrides(), **(host_env or {})}, output=output,
                       label=label, image=run.image, facts=recorded)

@@ -63,7 +63,7 @@ def per_rank_launch(case, resources, label: str, env: dict[str, str], argv: list
     start = rank_starter(resources).ranks_in_containers(mpi, case.placement)
     run = container(case, resources, label, env, argv, per_rank=True, mounts=list(mounts),
                     passthrough=passthrough, preserve_fds=start.preserve_fds)
-    return [*start.argv, *resources.engine.run_argv(run)], run
+    return [*start.argv, *resources.runtime_for(case).run_argv(run)], run
 
 
 @APPROACHES.register("hybrid", image=True)

@@ -19,7 +19,7 @@ from .. import approaches
 from ..approaches import Refused, Resources
 from ..launchers import Execution, Launcher, LaunchPlan
 from ..launchers.batch import BatchCase, read_case
-from ..parsers.transport import parse_transport
+from ..parsers.transport import CONFINEMENT_KEYS, parse_transport
 from ..spec.campaign import BenchmarkEntry, VariantEntry
 from ..spec.case import Case
 from .reasons import meaningful_lines
@@ -29,8 +29,8 @@ PROBE_BENCHMARK = BenchmarkEntry(name="latency", options=["-m", "1:8", "-i", "10
 PROBE_VARIANT = "transport-probe"  # the variant name of a probe of plain cases (never recorded)
 #: what makes each library say what it uses (parsers/transport.py reads the answers)
 VERBOSE_ENV = {
-    "mpich": {"UCX_LOG_LEVEL": "info", "MPIR_CVAR_DEBUG_SUMMARY": "1"},
-    "openmpi": {"OMPI_MCA_pml_base_verbose": "10", "OMPI_MCA_btl_base_verbose": "10",
+    "mpich": {"UCX_LOG_LEVEL": "info", "MPIR_CVAR_DEBUG_SUMMARY": "1", "MPISTACK_CONFINEMENT": "1"},
+    "openmpi": {"MPISTACK_CONFINEMENT": "1", "OMPI_MCA_pml_base_verbose": "10", "OMPI_MCA_btl_base_verbose": "10",
                 "OMPI_MCA_mtl_base_verbose": "10", "OMPI_MCA_mtl_ofi_verbose": "1", "OMPI_MCA_smsc_base_verbose": "10",
                 "OMPI_MCA_mpi_show_mca_params": "all", "UCX_LOG_LEVEL": "info"},
 }
@@ -88,16 +88,18 @@ def evidence(mpi: str, launch: LaunchPlan, execution: Execution) -> dict[str, st
     # MPICH sends to ranks of its own node through its netmod, not its shared memory, under MPIR_CVAR_NOLOCAL=1
     nolocal = launch.env.get("MPIR_CVAR_NOLOCAL") == "1" or "MPIR_CVAR_NOLOCAL=1" in launch.argv
     found = parse_transport(f"{execution.stdout}\n{execution.stderr}", mpi, nolocal)
+    # what the ranks said of their namespaces before MPI_Init stands even when the launch failed or hung
+    confined = {key: found[key] for key in CONFINEMENT_KEYS if key in found}
     if execution.timed_out:
         # a library that hangs in MPI_Finalize has already said what it used: keep that, and say it hung
         hung = failed(mpi, f"no answer within {PROBE_TIMEOUT:g} s")
-        if set(found) <= {"mpi"}:
-            return hung
+        if set(found) <= {"mpi", *CONFINEMENT_KEYS}:
+            return {**hung, **confined}
         return {**hung, **found, "note": "; ".join(filter(None, [found.get("note"), hung["note"]]))[:300]}
     if execution.exit_code != 0:
-        return failed(mpi, f"exit status {execution.exit_code}: {first_error_line(execution)}")
-    if set(found) <= {"mpi"}:
-        return {"probe": describe(mpi), "mpi": mpi, "note": "the library printed no transport lines"}
+        return {**failed(mpi, f"exit status {execution.exit_code}: {first_error_line(execution)}"), **confined}
+    if set(found) <= {"mpi", *CONFINEMENT_KEYS}:
+        return {"probe": describe(mpi), "mpi": mpi, "note": "the library printed no transport lines", **confined}
     return found
 
 
