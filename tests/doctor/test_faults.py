@@ -16,7 +16,6 @@ from mpistack.doctor import diagnose, diagnose_runs
 from mpistack.doctor.rules.performance import unbound_by
 from mpistack.doctor.rules.runs import shm_bytes
 from mpistack.engines import ContainerRun, PodmanEngine
-from mpistack.engines import PodmanEngine
 from mpistack.launchers.base import LaunchPlan
 from mpistack.launchers.local import LocalLauncher
 from mpistack.parsers.model import ParsedRun

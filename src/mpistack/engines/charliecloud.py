@@ -67,7 +67,32 @@ class CharliecloudEngine(PodmanEngine):
     runner = "ch-run"
 
     def available(self) -> bool:
-        return shutil.which(self.runner) is not None and super().available()
+        return shutil.which(self.runner) is not None
+
+    def converted(self, reference: str) -> dict | None:
+        """What the directory image of `reference` was converted from (its reference and digest), or None."""
+        try:
+            return json.loads((Path(self.planned_image(reference)) / "ch" / "source").read_text())
+        except (OSError, ValueError):
+            return None
+
+    # An image converted before (by the owner of a shared image store, $MPISTACK_CHARLIECLOUD_IMAGES) runs
+    # without podman: a user whose podman lacks the image still finds it, with the digest it came from.
+    def image_exists(self, tag: str) -> bool:
+        return self.converted(tag) is not None or (super().available() and super().image_exists(tag))
+
+    def existing_images(self, tags) -> set[str]:
+        found = {tag for tag in tags if self.converted(tag) is not None}
+        try:
+            return found | super().existing_images([tag for tag in tags if tag not in found])
+        except EngineError:
+            return found
+
+    def inspect_digest(self, tag: str) -> str:
+        converted = self.converted(tag)
+        if converted is not None and not (super().available() and super().image_exists(tag)):
+            return converted.get("digest", "")
+        return super().inspect_digest(tag)
 
     def check(self) -> None:
         if shutil.which(self.runner) is None:
@@ -86,15 +111,15 @@ class CharliecloudEngine(PodmanEngine):
         is there already (a link by reference name points at it). Never pulls: an image podman does not
         have is an EngineError naming the build command."""
         link = Path(self.planned_image(reference))
-        if not self.image_exists(reference):
-            if link.is_dir():  # converted before (by whoever owns the image store): run what is there
+        if not (super().available() and super().image_exists(reference)):
+            if self.converted(reference) is not None:  # converted before, by the owner of the image store
                 return str(link)
             raise EngineError(f"image {reference} cannot be converted for Charliecloud: podman has no such image; "
                               f"build it first (`mpistack stack build STACK`); images are never pulled")
         digest = digest or self.inspect_digest(reference)
         target = images_dir() / "by-digest" / (hashlib.sha256(f"{FORMAT}\0{digest}".encode()).hexdigest()[:24])
         if not (target / "ch" / "environment").is_file():
-            self._convert(reference, target)
+            self._convert(reference, digest, target)
         link.parent.mkdir(parents=True, exist_ok=True)
         temporary = link.with_name(f".{link.name}.{os.getpid()}")
         temporary.unlink(missing_ok=True)
@@ -102,7 +127,7 @@ class CharliecloudEngine(PodmanEngine):
         os.replace(temporary, link)
         return str(link)
 
-    def _convert(self, reference: str, target: Path) -> None:
+    def _convert(self, reference: str, digest: str, target: Path) -> None:
         env = (self.inspect(reference).get("Config") or {}).get("Env") or []
         target.parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
@@ -123,7 +148,7 @@ class CharliecloudEngine(PodmanEngine):
             for name in _SKELETON_FILES:
                 (scratch / name).touch(exist_ok=True)
             (scratch / "ch" / "environment").write_text(environment_file(env))
-            (scratch / "ch" / "source").write_text(json.dumps({"reference": reference}) + "\n")
+            (scratch / "ch" / "source").write_text(json.dumps({"reference": reference, "digest": digest}) + "\n")
             os.chmod(scratch, 0o755)
             shutil.rmtree(target, ignore_errors=True)
             os.replace(scratch, target)
