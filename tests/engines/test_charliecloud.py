@@ -165,3 +165,16 @@ def test_a_container_per_rank_as_an_unprivileged_user_separate_and_joined(mpi, u
     assert joined_ns.get("ns_separate") == "none" and (workdir / "cases" / f"{mpi}-joined" / "out.json").is_file()
     if mpi == "mpich":  # UCX's posix proc-link across user namespaces: MPI_Init aborts
         assert separate.returncode != 0
+
+
+def test_bind_under_charliecloud_is_refused_before_it_runs_with_the_way_out():
+    from mpistack.approaches import Refused
+    from mpistack.approaches.base import HostFacts as Facts
+
+    campaign = load_campaign_text(CAMPAIGN.format(stack="debian-mpich").replace('["hybrid"]', '["bind"]'), "ch.toml")
+    host = Facts(mpi_library_files={"mpich": (("/usr/lib/libmpich.so.12", "libmpi.so.12"),)})
+    resources = Resources(engine=CharliecloudEngine(), workdir=Path("/work"), host=host,
+                          images={"debian-mpich": IMAGES["mpich"]})
+    case = next(case for case in expand(campaign, resolve_stacks(campaign)) if case.variant_name == "default")
+    with pytest.raises(Refused, match='engine charliecloud cannot bind host files.*engine = "podman"'):
+        plan(case, resources, None, [], "bind-1")

@@ -95,6 +95,8 @@ class ContainerRuntime:
 
     name = "runtime"
     renders_only = False
+    #: binds a host file over a path the image may lack (bind, fabric-swap mount host libraries so)
+    binds_files = True
 
     def available(self) -> bool:
         raise NotImplementedError

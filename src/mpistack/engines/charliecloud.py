@@ -65,6 +65,8 @@ class CharliecloudEngine(PodmanEngine):
 
     name = "charliecloud"
     runner = "ch-run"
+    # ch-run binds only onto paths the image has, and a directory image is read-only to the ranks
+    binds_files = False
 
     def available(self) -> bool:
         return shutil.which(self.runner) is not None
