@@ -281,7 +281,8 @@ def describe_transport(record: dict | None) -> str:
         f"provider {record['provider']}" if record.get("provider") else None,
         f"({record['network']})" if record.get("network") else None) if part)]
     parts += [f"single-copy {record['single_copy']}" if record.get("single_copy") else "",
-              f"eager limit {record['eager_limit']} B" if record.get("eager_limit") else ""]
+              f"eager limit {record['eager_limit']} B" if record.get("eager_limit") else "",
+              f"namespaces apart: {record['ns_separate']}" if record.get("ns_separate") else ""]
     text = (", " if paths else " ").join(part for part in parts if part)
     note = record.get("note")
     return "; ".join(part for part in (text, note) if part)

@@ -243,8 +243,9 @@ _SHM_SOURCE = ("podman-run(1) --shm-size and --ipc (https://docs.podman.io/en/la
 
 
 @rule("container-shm", "runs", _SHM_SOURCE,
-      "a failed run whose containers left its ranks without shared memory, by their recorded flags: a container per "
-      "rank without --ipc host (each rank its own /dev/shm), or --shm-size below 16 MiB per rank of the node")
+      "a failed run whose containers left its ranks without shared memory, by their recorded confinement: a "
+      "container per rank without the host's IPC namespace (each rank its own /dev/shm), or a /dev/shm below 16 MiB "
+      "per rank of the node")
 def container_shm(rule, run: dict):
     if run.get("status") not in (RunStatus.FAILED.value, RunStatus.TIMEOUT.value):
         return
