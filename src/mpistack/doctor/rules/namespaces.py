@@ -25,8 +25,8 @@ WORKAROUND = {
     "mpich": ("UCX_POSIX_USE_PROC_LINK=n and UCX_TLS=^cma let MPICH over UCX run, over TCP loopback: 64 KiB "
               "latency 52 us against 18 us natively"),
     "openmpi": ("OMPI_MCA_btl_vader_single_copy_mechanism=none (Open MPI 4; OMPI_MCA_smsc=^cma in 5) lets Open "
-                "MPI finish, copying large messages twice through shared memory; without it Open MPI 4.1.4 hung at "
-                "4 MiB"),
+                "MPI finish, copying large messages twice through shared memory; without it Open MPI 4.1.4's bw "
+                "hung at or below 1 MiB (examples/charliecloud.toml, 3 launches of 3)"),
 }
 
 
@@ -75,7 +75,7 @@ def rank_namespaces(rule, run: dict):
             "(CMA, process_vm_readv) or open its /proc/PID/fd links only within one user namespace, so the MPI "
             "loses its single-copy path and UCX its shared-memory proc-link: MPICH over UCX aborts in MPI_Init or "
             "at the first rendezvous message, Open MPI copies twice or hangs at large messages"
-            + (f" (this run {run.get('status')})." if failed else "."),
+            + (f" (this run: {run.get('status')})." if failed else "."),
             join_fix(runtime, per_node) + (f" Without joining: {workaround}." if workaround else ""),
             cause="user-ns-separate", **common)
     if "ipc" in names:
