@@ -29,11 +29,13 @@ PROBE_BENCHMARK = BenchmarkEntry(name="latency", options=["-m", "1:8", "-i", "10
 PROBE_VARIANT = "transport-probe"  # the variant name of a probe of plain cases (never recorded)
 #: what makes each library say what it uses (parsers/transport.py reads the answers)
 VERBOSE_ENV = {
-    "mpich": {"UCX_LOG_LEVEL": "info", "MPIR_CVAR_DEBUG_SUMMARY": "1", "MPISTACK_CONFINEMENT": "1"},
-    "openmpi": {"MPISTACK_CONFINEMENT": "1", "OMPI_MCA_pml_base_verbose": "10", "OMPI_MCA_btl_base_verbose": "10",
+    "mpich": {"UCX_LOG_LEVEL": "info", "MPIR_CVAR_DEBUG_SUMMARY": "1"},
+    "openmpi": {"OMPI_MCA_pml_base_verbose": "10", "OMPI_MCA_btl_base_verbose": "10",
                 "OMPI_MCA_mtl_base_verbose": "10", "OMPI_MCA_mtl_ofi_verbose": "1", "OMPI_MCA_smsc_base_verbose": "10",
                 "OMPI_MCA_mpi_show_mca_params": "all", "UCX_LOG_LEVEL": "info"},
 }
+#: what makes each rank of mpistack-bench say its namespaces, uid and capabilities before MPI_Init
+CONFINEMENT_ENV = {"MPISTACK_CONFINEMENT": "1"}
 _ERROR_WORDS = ("error", "abort", "fail", "denied", "not found", "refused", "cannot", "killed")
 
 
@@ -56,7 +58,7 @@ def probe_label(campaign: str, case: Case, run: str = "") -> str:
 def probe_case(case: Case) -> Case:
     """The case's configuration running the probe benchmark, with the library's verbose settings on top of
     the variant's (the one way every approach passes settings into its ranks and containers)."""
-    verbose = VERBOSE_ENV.get(case.stack.mpi_impl, {})
+    verbose = {**VERBOSE_ENV.get(case.stack.mpi_impl, {}), **CONFINEMENT_ENV}
     if case.variant is None:
         variant = VariantEntry(name=PROBE_VARIANT, env=verbose)
     else:
