@@ -62,3 +62,11 @@ def test_without_the_ranks_word_the_runtimes_declared_confinement_is_read(store_
 def test_joined_ranks_and_ranks_that_said_they_share_are_not_flagged(store_url):
     assert findings(store_url, charliecloud_run("mpich", RunStatus.OK, JOINED),
                     charliecloud_run("mpich", RunStatus.OK, None, joined=True)) == []
+
+
+def test_ranks_that_recorded_separate_ipc_namespaces_cannot_share_segments(store_url):
+    run = charliecloud_run("mpich", RunStatus.OK, None)
+    run[1].transport = {"ns_separate": "user,ipc,mnt", "ns_ranks": "2", "mpi": "mpich"}
+    said = {f.cause: f for f in findings(store_url, run)}
+    assert set(said) == {"user-ns-separate", "ipc-not-shared"}
+    assert said["ipc-not-shared"].verdict == "warning" and "--ipc host" in said["ipc-not-shared"].fix

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...spec.status import RunStatus
 from ..model import rule
-from .runs import PER_RANK_APPROACHES, _mpi, confinement_record, ranks_per_node, run_cell, subject_of
+from .runs import PER_RANK_APPROACHES, _mpi, confinement_record, ranks_per_node, run_cell, shm_cause, subject_of
 
 SOURCE = ("ptrace(2) 'Ptrace access mode checking' and process_vm_readv(2) (https://man7.org/linux/man-pages/man2/"
           "ptrace.2.html); ch-run(1) --join (https://hpc.github.io/charliecloud/ch-run.html); Apptainer 1.3 "
@@ -78,7 +78,9 @@ def rank_namespaces(rule, run: dict):
             + (f" (this run: {run.get('status')})." if failed else "."),
             join_fix(runtime, per_node) + (f" Without joining: {workaround}." if workaround else ""),
             cause="user-ns-separate", **common)
-    if "ipc" in names:
+    # a failed run whose containers' confinement explains it is container-shm's to say (once, with its message)
+    explained = failed and (shm_cause(run) or ("",))[0] == "ipc-not-shared"
+    if "ipc" in names and how == "recorded" and not explained:
         yield rule.finding(
             "problem" if failed else "warning", "ranks of one node in separate IPC namespaces",
             f"The {per_node} ranks of a node ran each in an IPC namespace of its own ({how}): no rank can attach "
