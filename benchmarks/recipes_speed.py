@@ -18,6 +18,11 @@ their root file systems. Each build says its wall time and, where the build's cg
 time it used: on a busy machine the first says how busy it was, the second what the build costs.
 
     python benchmarks/recipes_speed.py --only-source --stacks source-openmpi-ofi   # one of them
+
+Where ch-run is installed, the conversion of the first stack's image into a Charliecloud directory image is
+timed cold (into an empty image store) and cached (the same digest again).
+
+    python benchmarks/recipes_speed.py --only-conversion   # that alone
 """
 
 from __future__ import annotations
@@ -75,6 +80,36 @@ def build_timing(first: str, second: str, warm: bool) -> int:
 
 
 SOURCE_STACKS = ("source-mpich-ofi", "source-openmpi-ofi")
+
+
+def conversion_timing(name: str) -> int:
+    """Cold and cached conversion of a built image for Charliecloud, into a scratch image store."""
+    import os
+    import tempfile
+
+    from mpistack.engines import EngineError, get_engine
+    from mpistack.spec.catalogue import load as load_stack
+
+    engine = get_engine("charliecloud")
+    reference = load_stack(name).image_ref()
+    if not engine.available() or not _podman_usable() or not engine.image_exists(reference):
+        print(f"charliecloud conversion: skipped (needs ch-run, podman and the image {reference})")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="mpistack-ch-bench-") as store:
+        os.environ["MPISTACK_CHARLIECLOUD_IMAGES"] = store
+        try:
+            times = []
+            for _ in ("cold", "cached"):
+                start = time.monotonic()
+                engine.prepare_image(reference)
+                times.append(time.monotonic() - start)
+        except EngineError as error:
+            print(f"charliecloud conversion of {reference}: FAILED: {error}")
+            return 1
+        finally:
+            os.environ.pop("MPISTACK_CHARLIECLOUD_IMAGES", None)
+    print(f"charliecloud conversion of {reference}: cold {times[0]:.1f} s, cached {times[1]:.2f} s")
+    return 0
 
 
 def _layers(engine, reference: str) -> list[str]:
@@ -186,11 +221,15 @@ def main() -> int:
     parser.add_argument("--no-source", action="store_true", help="leave out the source stacks' builds")
     parser.add_argument("--only-source", action="store_true", help="the source stacks' builds alone")
     parser.add_argument("--stacks", default=",".join(SOURCE_STACKS), help="the source stacks, comma-separated")
+    parser.add_argument("--only-conversion", action="store_true", help="the Charliecloud conversion alone")
     args = parser.parse_args()
+    if args.only_conversion:
+        return conversion_timing(args.first)
     render_timing()
     if args.no_build:
         return 0
     status = 0 if args.only_source else build_timing(args.first, args.second, args.warm)
+    status |= conversion_timing(args.first)
     if not args.no_source:
         status |= source_timing(tuple(args.stacks.split(",")))
     return status

@@ -13,6 +13,8 @@ packages=(
   postgresql postgresql-client
   # containers: podman with runc (crun refuses the hybrid cgroup layout here), base images by debootstrap
   podman runc debootstrap uidmap fuse-overlayfs slirp4netns
+  # unprivileged containers: Charliecloud's ch-run (0.31); images converted from podman's with tar
+  charliecloud-runtime tar
   # stack recipes: the rendered download+verify step is run by the checksum tests
   curl
   # demo Slurm cluster (scripts/slurm-cluster): slurmctld, slurmd, client commands, munge; iproute2

@@ -141,6 +141,19 @@ typedef struct {
     int check_only; /* --check: validate the command line and exit, without MPI */
 } options_t;
 
+/* one rank's namespaces, uid and effective capabilities (confinement.c) */
+#define NAMESPACE_COUNT 5
+extern const char *const NAMESPACE_NAMES[NAMESPACE_COUNT]; /* user, ipc, pid, mnt, net */
+typedef struct {
+    unsigned long long ns[NAMESPACE_COUNT]; /* inode of /proc/self/ns/NAME; 0 when unreadable */
+    long long uid;
+    unsigned long long cap_eff;
+    char host[256];
+} confinement_t;
+
+void read_confinement(confinement_t *c);
+void say_confinement(const confinement_t *c); /* on stderr, when MPISTACK_CONFINEMENT is set */
+
 typedef struct {
     char lib_version[MPI_MAX_LIBRARY_VERSION_STRING + 1];
     int mpi_major, mpi_minor;
@@ -152,6 +165,8 @@ typedef struct {
     char *cmdline;
     char fabric_version[32]; /* fi_version() of the libfabric this process loaded; "" without one */
     char fabric_path[512];   /* the file it was loaded from */
+    confinement_t self;      /* this rank's, read before MPI_Init */
+    confinement_t *ranks;    /* rank 0: every rank's */
 } meta_t;
 
 typedef struct {
@@ -228,7 +243,7 @@ int ranks_allowed(const benchmark_t *b, int nranks, char *msg, size_t len);
 int write_benchmark_list(FILE *f);
 
 /* meta.c: what the JSON document records about the launch */
-void collect_meta(meta_t *m, MPI_Comm comm, int argc, char **argv);
+void collect_meta(meta_t *m, MPI_Comm comm, int argc, char **argv, const confinement_t *self);
 
 /* harness.c: one benchmark over its sizes */
 void init_run(run_t *run, const benchmark_t *b, const options_t *o, const meta_t *m, MPI_Comm comm);

@@ -80,6 +80,9 @@ int main(int argc, char **argv)
     if (o.check_only) /* no MPI: would a launch accept this command line? */
         return answer_check(parsed, &o, error);
 
+    confinement_t confinement;
+    read_confinement(&confinement); /* before MPI_Init: a launch that fails in it still says this */
+    say_confinement(&confinement);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (parsed != PARSE_OK) {
@@ -94,7 +97,7 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
 
-    collect_meta(&meta, MPI_COMM_WORLD, argc, argv);
+    collect_meta(&meta, MPI_COMM_WORLD, argc, argv, &confinement);
     for (int i = 0; i < o.ntests; i++)
         status = run_one(o.tests[i], &o, &meta, &docs, status);
     free_documents(&docs);

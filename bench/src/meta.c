@@ -105,13 +105,23 @@ static void collect_command_line(meta_t *m, int argc, char **argv)
     }
 }
 
-/* Collective over comm; hosts, environment and command line are kept on rank 0 only. */
-void collect_meta(meta_t *m, MPI_Comm comm, int argc, char **argv)
+/* rank 0 receives every rank's confinement (as bytes: the struct is the same on every rank of one build) */
+static void collect_confinement(meta_t *m, MPI_Comm comm, int nranks, const confinement_t *self)
+{
+    m->self = *self;
+    m->ranks = checked(calloc((size_t)nranks, sizeof(confinement_t)));
+    MPI_Gather(&m->self, (int)sizeof(confinement_t), MPI_BYTE, m->ranks, (int)sizeof(confinement_t), MPI_BYTE, 0,
+               comm);
+}
+
+/* Collective over comm; hosts, confinements, environment and command line are kept on rank 0 only. */
+void collect_meta(meta_t *m, MPI_Comm comm, int argc, char **argv, const confinement_t *self)
 {
     int rank, nranks;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &nranks);
     memset(m, 0, sizeof(*m));
+    collect_confinement(m, comm, nranks, self);
     collect_library(m);
     collect_libfabric(m);
     collect_hosts(m, comm, nranks);

@@ -154,6 +154,21 @@ static void write_mpi(FILE *f, const run_t *run)
         json_string(f, m->hosts + (size_t)i * (size_t)m->hostlen);
     }
     fputs("],", f);
+    json_key(f, "confinement"); fputc('[', f); /* per rank: namespaces' inodes, uid, CapEff */
+    for (int i = 0; i < run->nranks; i++) {
+        const confinement_t *c = &m->ranks[i];
+        char caps[32];
+        fputs(i ? ",{" : "{", f);
+        for (int k = 0; k < NAMESPACE_COUNT; k++) {
+            json_key(f, NAMESPACE_NAMES[k]);
+            fprintf(f, "%llu,", c->ns[k]);
+        }
+        snprintf(caps, sizeof caps, "%016llx", c->cap_eff);
+        json_key(f, "uid"); fprintf(f, "%lld,", c->uid);
+        json_key(f, "cap_eff"); json_string(f, caps);
+        fputc('}', f);
+    }
+    fputs("],", f);
     json_key(f, "wtick"); json_number(f, m->wtick, 9);
     if (m->fabric_version[0]) {
         fputc(',', f);

@@ -10,7 +10,7 @@ import pytest
 from mpistack.approaches import HostFacts, Refused, Resources, plan
 from mpistack.campaign.matrix import expand, resolve_stacks
 from mpistack.campaign.stages import case_label
-from mpistack.engines import PodmanEngine
+from mpistack.engines import Confinement, PodmanEngine
 from mpistack.images.host_venv import NativeBuild
 from mpistack.spec.campaign import load_campaign_text
 
@@ -160,7 +160,8 @@ def test_container_mpich_binds_inside_and_keeps_ipc_private(planned):
                            "mpiexec", "-n", "2", "-bind-to", "core", "mpistack-bench", "latency", "H", "H",
                            "--json", f"/scratch/golden/{label}.json"]
     assert launch.env == {"CONTAINERS_CONF": "/etc/mpistack/containers.conf"}
-    assert launch.facts == {"confinement": "default", "container_flags": "--shm-size 1g"}
+    assert launch.facts["confinement"] == "default"
+    assert Confinement.from_record(launch.facts["confinement_record"]).shm_bytes == 1024 ** 3
 
 
 def test_container_openmpi(planned):
@@ -180,7 +181,8 @@ def test_hybrid_mpich_one_container_per_rank(planned):
                            "--env", "FI_PROVIDER=tcp", "--env", "MPICH_CH4_NETMOD=ofi", image,
                            "mpistack-bench", "latency", "H", "H", "--json", f"/scratch/golden/{label}.json"]
     assert launch.env == {"CONTAINERS_CONF": "/etc/mpistack/containers.conf", **ROOT}
-    assert launch.facts == {"confinement": "host-ipc-pid", "container_flags": "--ipc host --pid host"}
+    assert launch.facts["confinement"] == "host-ipc-pid"
+    assert {"ipc", "pid"} <= Confinement.from_record(launch.facts["confinement_record"]).host
 
 
 def test_bind_mpich_mounts_the_host_library_read_only(planned):

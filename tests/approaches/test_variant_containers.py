@@ -9,7 +9,7 @@ import pytest
 
 from mpistack.approaches import HostFacts, Resources, plan
 from mpistack.campaign.matrix import expand, resolve_stacks
-from mpistack.engines import PodmanEngine
+from mpistack.engines import Confinement, PodmanEngine
 from mpistack.spec.campaign import CampaignError, load_campaign_text
 
 CAMPAIGN = """
@@ -34,7 +34,7 @@ approaches = ["hybrid"]
 
 
 @pytest.fixture
-def flags():
+def confined():
     campaign = load_campaign_text(CAMPAIGN, "options.toml")
     stacks = resolve_stacks(campaign)
     resources = Resources(engine=PodmanEngine(runtime="runc"), workdir=Path("/scratch/options"),
@@ -44,16 +44,18 @@ def flags():
         case = next(case for case in expand(campaign, stacks)
                     if case.approach.name == approach and case.variant_name == variant)
         facts = plan(case, resources, None, [], "label").facts
-        return facts["confinement"], facts["container_flags"]
+        return facts["confinement"], Confinement.from_record(facts["confinement_record"])
     return of
 
 
-SINGLE_COPY = "--pid host --cap-add SYS_PTRACE --security-opt seccomp=unconfined"
+MIB = 1024 ** 2
 
 
-def test_shm_size_reaches_only_its_variant(flags):
-    assert flags("container", "small-shm") == ("single-copy", f"--shm-size 4m {SINGLE_COPY}")
-    assert flags("container", "default") == ("single-copy", f"--shm-size 1g {SINGLE_COPY}")
+def test_shm_size_reaches_only_its_variant(confined):
+    word, small = confined("container", "small-shm")
+    assert word == "single-copy" and small.shm_bytes == 4 * MIB
+    assert small.capabilities == ("SYS_PTRACE",) and not small.seccomp and "pid" in small.host
+    assert confined("container", "default")[1].shm_bytes == 1024 * MIB
 
 
 def test_a_variant_takes_the_approachs_single_copy_rights_away():
@@ -62,13 +64,17 @@ def test_a_variant_takes_the_approachs_single_copy_rights_away():
     assert not case.single_copy and case.key.startswith("pip-mpich/container/v:confined/")
 
 
-def test_confined_is_podmans_default(flags):
-    assert flags("container", "confined") == ("default", "--shm-size 1g")
+def test_confined_is_podmans_default(confined):
+    word, default = confined("container", "confined")
+    assert word == "default" and default.capabilities == () and default.seccomp
+    assert default.one_container and default.shm_bytes == 1024 * MIB
 
 
-def test_per_rank_containers_without_the_hosts_ipc(flags):
-    assert flags("hybrid", "private-ipc") == ("host-pid", "--shm-size 1g --pid host")
-    assert flags("hybrid", "default") == ("host-ipc-pid", "--ipc host --pid host")
+def test_per_rank_containers_without_the_hosts_ipc(confined):
+    word, private = confined("hybrid", "private-ipc")
+    assert word == "host-pid" and "ipc" not in private.shared and private.shm_bytes == 1024 * MIB
+    word, default = confined("hybrid", "default")
+    assert word == "host-ipc-pid" and {"ipc", "pid"} <= default.host and default.shm_bytes is None
 
 
 @pytest.mark.parametrize("line, message", [('shm_size = "lots"', "shm_size"),

@@ -19,6 +19,9 @@ BASE = 'name = "t"\napproaches = ["native"]\nbenchmarks = ["latency"]\n[[stack]]
     (('name = "t"', 'name = "t"\nlauncher = "pbs"'), "c.toml: launcher: unknown launcher: expected one of local, slurm "
                                                       "(got 'pbs')"),
     (('name = "t"', 'name = "t"\nengine = "lxc"'), "c.toml: engine: unknown container engine: expected one of "),
+    (('host = "mpich"', 'host = "mpich"\n[[variant]]\nname = "v"\nengine = "apptainr"'),
+     "c.toml: variant.0.engine: unknown container engine: expected one of docker, podman, charliecloud "
+     "(got 'apptainr')"),
 ])
 def test_a_misspelt_plugin_name_names_the_file_the_field_and_the_known_names(change, expected):
     campaign = load_campaign_text(BASE.replace(*change), "c.toml")  # reading does not load the plug-ins
@@ -31,3 +34,23 @@ def test_registered_names_pass():
     campaign = load_campaign_text(BASE.replace('["native"]', '["native", "bind"]')
                                   .replace('name = "t"', 'name = "t"\nlauncher = "slurm"'), "c.toml")
     assert [stack.name for stack in resolve_stacks(campaign)] == ["h"]
+
+
+def test_a_runtime_that_cannot_run_here_stops_the_campaign_before_anything_is_built(monkeypatch):
+    """$USER unset under Charliecloud: one error naming the fix, before any build or launch."""
+    from mpistack.campaign.matrix import expand
+    from mpistack.campaign.prepare import planning_resources
+    from mpistack.campaign.session import check_runtime
+    from mpistack.approaches import HostFacts
+    from mpistack.engines import CharliecloudEngine
+
+    text = BASE.replace('name = "t"', 'name = "t"\nengine = "charliecloud"').replace(
+        '["native"]', '["hybrid"]').replace('name = "h"\nhost = "mpich"', 'name = "debian-mpich"')
+    campaign = load_campaign_text(text, "c.toml")
+    stacks = resolve_stacks(campaign)
+    resources = planning_resources(campaign, stacks, host=HostFacts())
+    monkeypatch.setattr(CharliecloudEngine, "runner", "/bin/true")  # installed, as far as this test goes
+    monkeypatch.delenv("USER", raising=False)
+    said = r"(?s)c.toml: engine charliecloud: \$USER is not set.*export USER=.*nothing was launched"
+    with pytest.raises(CampaignError, match=said):
+        check_runtime(campaign, expand(campaign, stacks), resources)

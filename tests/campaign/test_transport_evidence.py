@@ -176,3 +176,14 @@ def test_a_batch_job_probes_each_configuration_first_and_its_cases_record_what_i
         transports = [json.loads(value) for (value,) in connection.execute("SELECT transport FROM runs")]
     assert len(transports) == 3
     assert all(found["transports"] == "tcp/lo,tcp/eth0" and found["network"] == "tcp" for found in transports)
+
+
+def test_a_probe_that_fails_in_mpi_init_keeps_what_the_ranks_said_of_their_namespaces():
+    """Ranks in separate user namespaces (ch-run each) abort in MPI_Init; their lines, said before it, stand."""
+    stderr = "".join(f"mpistack-bench: confinement host=vm pid={pid} uid=1001 cap_eff=0 ns_user={user} ns_ipc=9 "
+                     f"ns_pid=8 ns_mnt={user + 1} ns_net=7\n" for pid, user in ((11, 100), (12, 200)))
+    stderr += "Abort(1091471) on node 0: Fatal error in internal_Init: Other MPI error\n"
+    found = probe.evidence("mpich", LaunchPlan(["x"], {}, None), execution(exit_code=15, stderr=stderr))
+    assert found["ns_separate"] == "user,mnt" and found["ns_ranks"] == "2" and found["cap_eff"] == "0"
+    assert found["note"].startswith("probe failed: exit status 15: Abort")
+    assert probe.CONFINEMENT_ENV == {"MPISTACK_CONFINEMENT": "1"}

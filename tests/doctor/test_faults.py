@@ -15,7 +15,7 @@ from mpistack.campaign.matrix import expand
 from mpistack.doctor import diagnose, diagnose_runs
 from mpistack.doctor.rules.performance import unbound_by
 from mpistack.doctor.rules.runs import shm_bytes
-from mpistack.engines import PodmanEngine
+from mpistack.engines import ContainerRun, PodmanEngine
 from mpistack.launchers.base import LaunchPlan
 from mpistack.launchers.local import LocalLauncher
 from mpistack.parsers.model import ParsedRun
@@ -57,10 +57,16 @@ SINGLE_COPY = "--pid host --cap-add SYS_PTRACE --security-opt seccomp=unconfined
 
 def failed(message: str, command: str, flags: str, confinement: str = "single-copy", variant: str = "fault",
            status: RunStatus = RunStatus.FAILED):
-    """One failed case of debian-mpich as the campaign records it: the command, the container flags, its message."""
-    facts = Provenance(stack="debian-mpich", approach="hybrid" if command.startswith("mpiexec") else "container",
+    """One failed case of debian-mpich as the campaign records it: the command, its containers' confinement (the
+    typed record podman's run of these flags gets), its message."""
+    per_rank = command.startswith("mpiexec")
+    facts = Provenance(stack="debian-mpich", approach="hybrid" if per_rank else "container",
                        ranks=2, nodes=1, command=command.format(flags=flags))
-    tags = {"mpi": "mpich", "variant": variant, "confinement": confinement, "container_flags": flags}
+    size = flags.split("--shm-size ")[1].split()[0] if "--shm-size" in flags else "1g"
+    run = ContainerRun("image", per_rank=per_rank, share_pid=per_rank, share_ipc="--ipc host" in flags,
+                       shm_size=size, single_copy=SINGLE_COPY in flags)
+    tags = {"mpi": "mpich", "variant": variant, "confinement": confinement,
+            "confinement_record": PodmanEngine(runtime="runc").confinement(run).record()}
     return ParsedRun.empty("latency"), facts, tags, status, message
 
 
@@ -94,7 +100,7 @@ def test_a_shared_memory_failure_in_a_container_with_a_small_dev_shm_is_its_size
     said = findings(engine, campaign)
     assert {f.cause for f in said} == {"shm-size"} and {f.verdict for f in said} == {"problem"}
     assert {f.evidence["signature"] for f in said} == {"ucx-posix-shm-full", "mpich-shm-alloc"}
-    assert said[0].title == "/dev/shm of 1m below what 2 ranks need (32 MiB)"
+    assert said[0].title == "/dev/shm of 1 MiB below what 2 ranks need (32 MiB)"
 
 
 def test_the_message_alone_names_no_cause_where_the_containers_had_room_and_shared_ipc(tmp_path):

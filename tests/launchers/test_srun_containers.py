@@ -93,6 +93,12 @@ def test_apptainer_mpich():
         "quay.io/ethcscs/mpich:4.3.1-ofi1.22-cuda12.8", *BENCH]
 
 
+def test_apptainer_joins_the_ranks_of_a_node_with_sharens():
+    joined = RankContainer(image="/images/mpich.sif", joined=True)
+    assert sc.apptainer(MPICH_SRUN, joined, BENCH) == [*MPICH_SRUN, "apptainer", "exec", "--no-eval", "--sharens",
+                                                        "/images/mpich.sif", *BENCH]
+
+
 def test_apptainer_openmpi():
     assert sc.apptainer(OPENMPI_SRUN, OPENMPI, BENCH) == [
         *OPENMPI_SRUN, "apptainer", "exec", "--no-eval",

@@ -159,3 +159,17 @@ def test_open_mpi_5s_refused_attach_is_no_single_copy_with_the_message_as_note()
     assert found["single_copy"] == "none"
     assert found["note"].startswith("mca_smsc_cma_module_get_endpoint: can not proceed")
     assert "single_copy" not in parsed("openmpi414-btl-tcp.txt")
+
+
+def test_the_ranks_confinement_lines_say_which_namespaces_a_node_s_ranks_do_not_share():
+    from mpistack.parsers.transport import confinement
+
+    line = ("mpistack-bench: confinement host={host} pid={pid} uid=1001 cap_eff={caps} ns_user={user} ns_ipc=9 "
+            "ns_pid=8 ns_mnt={user}1 ns_net=7")
+    two_nodes = "\n".join([line.format(host="a", pid=1, caps="0", user=5), line.format(host="a", pid=2, caps="0", user=6),
+                           line.format(host="b", pid=1, caps="0", user=5)])
+    assert confinement(two_nodes) == {"ns_separate": "user,mnt", "ns_ranks": "3", "cap_eff": "0"}
+    one_each = "\n".join([line.format(host="a", pid=1, caps="1ff", user=5), line.format(host="b", pid=1, caps="0",
+                                                                                       user=6)])
+    assert confinement(one_each) == {"ns_separate": "none", "ns_ranks": "2", "cap_eff": "mixed"}
+    assert confinement("no such lines\nmpistack-bench: confinement host=") == {}

@@ -256,3 +256,27 @@ def test_runners_beside_long_ingests_wait_instead_of_failing_with_database_is_lo
         assert ingests.get() == [150, 150]
     engine = open_database(url)
     assert count(engine, CampaignLockRow.__table__) == 0 and count(engine, RunRow.__table__) == 300
+
+
+def test_recorded_podman_flags_become_a_typed_confinement(tmp_path):
+    """Runs stored before 0005 recorded their containers' podman flags; the migration reads them, once, into the
+    typed record the doctor reads (engines.Confinement)."""
+    from alembic import command
+
+    from mpistack.engines import Confinement
+    from mpistack.store.database import _alembic_config, upgrade, write_transaction
+
+    engine = open_database(str(tmp_path / "old.db"))
+    ingest_files(engine, [write(tmp_path, "a.txt", osu_bw([(1, 1.0)]))], {"approach": "hybrid"})
+    with write_transaction(engine) as connection:
+        command.downgrade(_alembic_config(connection), "0004")
+        connection.execute(text("INSERT INTO run_tags (run_id, key, value) SELECT id, 'container_flags', "
+                                "'--shm-size 4m --pid host --cap-add SYS_PTRACE --security-opt seccomp=unconfined'"
+                                " FROM runs"))
+    upgrade(engine)
+    with engine.connect() as connection:
+        tags = dict(connection.execute(text("SELECT key, value FROM run_tags")).all())
+    assert "container_flags" not in tags
+    confinement = Confinement.from_record(tags["confinement_record"])
+    assert confinement.shm_bytes == 4 * 1024 ** 2 and confinement.capabilities == ("SYS_PTRACE",)
+    assert "pid" in confinement.host and "ipc" not in confinement.shared and not confinement.one_container

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..engines import ContainerRun, Engine
+from ..engines import ContainerRun, ContainerRuntime, Engine, get_engine
 from ..images.host_venv import NativeBuild
 from ..launchers import LaunchPlan, RankStarter
 from ..registry import LAUNCHERS
@@ -107,6 +107,16 @@ class Resources:
     native_bench: dict[str, NativeBuild] = field(default_factory=dict)  # pip stack name -> its wheel natively
     failed_native: dict[str, str] = field(default_factory=dict)  # pip stack name -> why its native build is missing
     image_fabric: dict[str, ImageFabric] = field(default_factory=dict)  # stack name -> its MPI's libfabric facts
+    _runtimes: dict[str, ContainerRuntime] = field(default_factory=dict)  # runtimes variants name, once each
+
+    def runtime_for(self, case: Case) -> ContainerRuntime:
+        """The container runtime of the case: its variant's engine, else the campaign's (`engine`)."""
+        name = case.variant.engine if case.variant is not None else None
+        if name is None or name == getattr(self.engine, "name", None):
+            return self.engine
+        if name not in self._runtimes:
+            self._runtimes[name] = get_engine(name)
+        return self._runtimes[name]
 
     def case_directory(self, label: str) -> Path:
         """Where the case of this label writes (its output, its JSON): the only part of the work directory
@@ -165,28 +175,28 @@ def container(case: Case, resources: Resources, label: str, env: dict[str, str],
     variant = case.variant
     share_ipc = per_rank if variant is None or variant.share_ipc is None else variant.share_ipc
     shm_size = {"shm_size": variant.shm_size} if variant is not None and variant.shm_size else {}
-    return ContainerRun(image=resources.images[case.stack.name], argv=list(argv), env=env, label=label,
+    joined = per_rank and variant is not None and variant.namespaces == "joined"
+    image = resources.runtime_for(case).planned_image(resources.images[case.stack.name])
+    return ContainerRun(image=image, argv=list(argv), env=env, label=label,
                         mounts=[f"{own}:{own}", *mounts], share_ipc=share_ipc, share_pid=per_rank,
                         **shm_size,
                         single_copy=case.single_copy, passthrough=list(passthrough),
-                        preserve_fds=preserve_fds)
+                        preserve_fds=preserve_fds, per_rank=per_rank,
+                        join_ranks=ranks_per_node(case.placement) if joined else 0)
 
 
-def confinement(run: ContainerRun) -> str:
-    """What a container may do beyond podman's default, in one word, as recorded with the run: attach other
-    ranks' memory (single-copy), or share the host's IPC and process-id namespaces (ranks in one container
-    each), which lets it see and signal the host's processes."""
-    if run.single_copy:
-        return "single-copy"
-    if run.share_ipc:
-        return "host-ipc-pid"
-    return "host-pid" if run.share_pid else "default"  # host-pid: a container per rank with a private /dev/shm
+def ranks_per_node(placement) -> int:
+    """The most ranks one node of the placement holds (the rest of an uneven spread on the first)."""
+    return placement.ranks_per_node or -(-placement.ranks // placement.nodes)
 
 
 def container_plan(case: Case, resources: Resources, argv: list[str], output: Path | None, label: str,
                    run: ContainerRun, host_env: dict[str, str] | None = None, **facts: str) -> LaunchPlan:
-    """A plan that starts containers: the engine's environment, cleanup label, image and confinement."""
-    recorded = {"confinement": confinement(run),
-                "container_flags": " ".join(run.confinement_flags()), **facts}
-    return LaunchPlan(argv=argv, env={**resources.engine.env_overrides(), **(host_env or {})}, output=output,
+    """A plan that starts containers: the runtime's environment, cleanup label, image and confinement (the
+    typed value, `engines.Confinement`, and its one word for tables)."""
+    runtime = resources.runtime_for(case)
+    confinement = runtime.confinement(run)
+    recorded = {"confinement": confinement.word(), "confinement_record": confinement.record(),
+                "runtime": runtime.name, **facts}
+    return LaunchPlan(argv=argv, env={**runtime.env_overrides(), **(host_env or {})}, output=output,
                       label=label, image=run.image, facts=recorded)

@@ -29,6 +29,8 @@ def check_plugins(campaign: Campaign) -> None:
     file and the field, and list the known names."""
     named = [(f"approaches.{index}.name", APPROACHES, entry.name) for index, entry in enumerate(campaign.approaches)]
     named += [("launcher", LAUNCHERS, campaign.launcher), ("engine", ENGINES, campaign.engine)]
+    named += [(f"variant.{index}.engine", ENGINES, entry.engine) for index, entry in enumerate(campaign.variants)
+              if entry.engine is not None]
     for field, registry, name in named:
         if name not in registry:
             raise CampaignError(f"{campaign.path or campaign.name}: {field}: unknown {registry.kind}: expected one of "

@@ -69,8 +69,12 @@ def prepare(cases: list[Case], resources: Resources, say: Callable[[str], None] 
     for stack in _stacks(runnable, "venv"):
         _ensure_native(stack, resources, say)
     for stack in _stacks(runnable, "image"):
+        runtimes = {id(runtime): runtime for runtime in (resources.runtime_for(case) for case in runnable
+                                                         if case.stack.name == stack.name)}
         try:
-            _ensure_image(stack, resources, say)
+            _ensure_image(stack, resources, say, list(runtimes.values()))
+        except ConversionError:
+            raise
         except (EngineError, RecipeError) as error:
             _failed(resources.failed_builds, [stack.name], f"image {stack.spec.image_ref()} unavailable: {error}",
                     say)
@@ -111,7 +115,7 @@ def _failed(failures: dict[str, str], stacks: list[str], message: str, say: Call
         failures[name] = message
 
 
-def _ensure_image(stack: CampaignStack, resources: Resources, say: Callable[[str], None]) -> None:
+def _ensure_image(stack: CampaignStack, resources: Resources, say: Callable[[str], None], runtimes=()) -> None:
     engine, reference = resources.engine, stack.spec.image_ref()
     if not engine.image_exists(reference):
         say(f"building image {reference} (stack {stack.name})")
@@ -123,6 +127,15 @@ def _ensure_image(stack: CampaignStack, resources: Resources, say: Callable[[str
         say(f"built {reference} in {result.seconds:.0f} s")
         record_build_time(reference, result.seconds)
     resources.digests[stack.name] = engine.inspect_digest(reference)
+    for runtime in runtimes:  # the built image, as each runtime its cases use runs it (Charliecloud: converted)
+        try:
+            runtime.prepare_image(reference, resources.digests[stack.name])
+        except EngineError as error:
+            raise ConversionError(str(error)) from None
+
+
+class ConversionError(EngineError):
+    """A built image the campaign's runtime cannot be given: stops the campaign before any launch."""
 
 
 def _ensure_native(stack: CampaignStack, resources: Resources, say: Callable[[str], None]) -> None:

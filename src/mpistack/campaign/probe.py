@@ -19,7 +19,7 @@ from .. import approaches
 from ..approaches import Refused, Resources
 from ..launchers import Execution, Launcher, LaunchPlan
 from ..launchers.batch import BatchCase, read_case
-from ..parsers.transport import parse_transport
+from ..parsers.transport import CONFINEMENT_KEYS, parse_transport
 from ..spec.campaign import BenchmarkEntry, VariantEntry
 from ..spec.case import Case
 from .reasons import meaningful_lines
@@ -34,6 +34,8 @@ VERBOSE_ENV = {
                 "OMPI_MCA_mtl_base_verbose": "10", "OMPI_MCA_mtl_ofi_verbose": "1", "OMPI_MCA_smsc_base_verbose": "10",
                 "OMPI_MCA_mpi_show_mca_params": "all", "UCX_LOG_LEVEL": "info"},
 }
+#: what makes each rank of mpistack-bench say its namespaces, uid and capabilities before MPI_Init
+CONFINEMENT_ENV = {"MPISTACK_CONFINEMENT": "1"}
 _ERROR_WORDS = ("error", "abort", "fail", "denied", "not found", "refused", "cannot", "killed")
 
 
@@ -56,7 +58,7 @@ def probe_label(campaign: str, case: Case, run: str = "") -> str:
 def probe_case(case: Case) -> Case:
     """The case's configuration running the probe benchmark, with the library's verbose settings on top of
     the variant's (the one way every approach passes settings into its ranks and containers)."""
-    verbose = VERBOSE_ENV.get(case.stack.mpi_impl, {})
+    verbose = {**VERBOSE_ENV.get(case.stack.mpi_impl, {}), **CONFINEMENT_ENV}
     if case.variant is None:
         variant = VariantEntry(name=PROBE_VARIANT, env=verbose)
     else:
@@ -88,16 +90,18 @@ def evidence(mpi: str, launch: LaunchPlan, execution: Execution) -> dict[str, st
     # MPICH sends to ranks of its own node through its netmod, not its shared memory, under MPIR_CVAR_NOLOCAL=1
     nolocal = launch.env.get("MPIR_CVAR_NOLOCAL") == "1" or "MPIR_CVAR_NOLOCAL=1" in launch.argv
     found = parse_transport(f"{execution.stdout}\n{execution.stderr}", mpi, nolocal)
+    # what the ranks said of their namespaces before MPI_Init stands even when the launch failed or hung
+    confined = {key: found[key] for key in CONFINEMENT_KEYS if key in found}
     if execution.timed_out:
         # a library that hangs in MPI_Finalize has already said what it used: keep that, and say it hung
         hung = failed(mpi, f"no answer within {PROBE_TIMEOUT:g} s")
-        if set(found) <= {"mpi"}:
-            return hung
+        if set(found) <= {"mpi", *CONFINEMENT_KEYS}:
+            return {**hung, **confined}
         return {**hung, **found, "note": "; ".join(filter(None, [found.get("note"), hung["note"]]))[:300]}
     if execution.exit_code != 0:
-        return failed(mpi, f"exit status {execution.exit_code}: {first_error_line(execution)}")
-    if set(found) <= {"mpi"}:
-        return {"probe": describe(mpi), "mpi": mpi, "note": "the library printed no transport lines"}
+        return {**failed(mpi, f"exit status {execution.exit_code}: {first_error_line(execution)}"), **confined}
+    if set(found) <= {"mpi", *CONFINEMENT_KEYS}:
+        return {"probe": describe(mpi), "mpi": mpi, "note": "the library printed no transport lines", **confined}
     return found
 
 

@@ -19,6 +19,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from ..approaches import HostFacts, Refused, Undecided
+from ..engines import EngineError
 from ..registry import LAUNCHERS
 from ..spec.campaign import Campaign, CampaignError
 from ..spec.case import Case
@@ -34,7 +35,7 @@ from .bounds import measure_for_campaign
 from .batch import BatchRun
 from .matrix import expand, resolve_stacks
 from .estimate import estimate
-from .prepare import missing_images, planning_resources, prepare, workdir_for
+from .prepare import ConversionError, missing_images, planning_resources, prepare, workdir_for
 from .resume import recorded_spec, resumed
 
 def shown(text: str) -> str:
@@ -187,6 +188,18 @@ def run(campaign: Campaign, database: Engine, console: Console, *, resume: bool 
             pass  # the store is gone: the next runner on this host takes over the lock of a process that ended
 
 
+def check_runtime(campaign: Campaign, cases: list[Case], resources) -> None:
+    """The campaign's container runtime can start containers here (installed, $USER for ch-run), when a case
+    runs an image: CampaignError naming the fix otherwise, before anything is built or launched."""
+    runtimes = {resources.runtime_for(case).name: resources.runtime_for(case) for case in cases
+                if case.origin == "image" and not case.skip}
+    for runtime in runtimes.values():
+        try:
+            runtime.check()
+        except EngineError as error:
+            raise CampaignError(f"{campaign.path or campaign.name}: {error}\nnothing was launched") from None
+
+
 def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, force: bool,
          yes: bool, needs: preflight.VerdictNeeds | None = None,
          judge: sequence.Judge | None = None) -> SessionResult:
@@ -207,6 +220,7 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
                                "it (or narrow the matrix: include and exclude filters, fewer repeats)")
     store = journal.store_identity(database)
     resources = planning_resources(campaign, stacks)
+    check_runtime(campaign, cases, resources)
 
     def store_retry(reason: str, delay: float) -> None:
         console.print(f"[yellow]results store unreachable[/yellow] ({shown(reason)}); trying again in {delay:g} s",
@@ -249,7 +263,11 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
     _print_survey(console, found)
     try:
         with _StopRaises():  # from here on SIGTERM and SIGHUP stop the run as Ctrl-C does, an image build too
-            prepare(todo, resources, say=lambda text: console.print(f"[dim]{shown(text)}[/dim]"))
+            try:
+                prepare(todo, resources, say=lambda text: console.print(f"[dim]{shown(text)}[/dim]"))
+            except ConversionError as error:
+                raise CampaignError(f"{campaign.path or campaign.name}: engine = {campaign.engine!r}: {error}\n"
+                                    "nothing was launched") from None
             measure_for_campaign(campaign, campaign_id, todo, database, console)  # what the machine allows
     except KeyboardInterrupt as stopped:
         console.print(f"[yellow]interrupted[/yellow] ({shown(str(stopped) or 'Ctrl-C')}) while preparing: what "

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..spec.mpi_family import FAMILIES
 from ..spec.pins import UnpinnedError, pinned
 from ..spec.stack import Stack
 
@@ -404,7 +405,7 @@ def ships_standard_abi(stack: Stack) -> bool:
 
 # -- the host's MPI and PMIx serving an image's ranks (bind, hybrid) ---------------------------------------
 
-MPI_SONAMES = {"mpich": "libmpi.so.12 (MPICH ABI)", "openmpi": "libmpi.so.40 (Open MPI)"}
+MPI_SONAMES = {name: family.soname for name, family in FAMILIES.items()}
 OPEN_MPI_ABI_SOURCE = ("Open MPI 'Version numbers and compatibility' (https://docs.open-mpi.org/en/v5.0.x/"
                        "version-numbering.html): version Y is backward compatible with X (Y > X) when an "
                        "application compiled with X runs with Y; 'ABI compatibility to previous versions of Open "

@@ -1,4 +1,6 @@
-"""Container engines behind one interface: podman (default) and docker, each registered in ENGINES.
+"""Container runtimes behind one interface (`ContainerRuntime`), each registered in ENGINES: podman (default),
+docker and charliecloud run here; the runtimes HPC centres start under srun (cscs-ce, pyxis, apptainer) are
+rendered by launchers/srun_containers.py.
 
     engine = get_engine("podman")
     engine.build(context_dir, containerfile, tag, labels=..., log_path=...)
@@ -12,9 +14,11 @@ written to the user's cache directory and named in CONTAINERS_CONF of the subpro
 from __future__ import annotations
 
 from ..registry import ENGINES
-from .base import BuildResult, ContainerRun, Engine, EngineError, RunResult
+from .base import BuildResult, ContainerRun, ContainerRuntime, Engine, EngineError, RunResult
+from .confinement import NAMESPACES, Confinement
 from .docker import DockerEngine  # each engine module registers itself when imported
-from .podman import PodmanEngine
+from .podman import PodmanEngine  # isort: skip
+from .charliecloud import CharliecloudEngine  # isort: skip
 
 
 def get_engine(name: str = "podman", **options) -> Engine:
@@ -25,5 +29,5 @@ def get_engine(name: str = "podman", **options) -> Engine:
     return cls(**options)
 
 
-__all__ = ["BuildResult", "ContainerRun", "DockerEngine", "Engine", "EngineError", "PodmanEngine", "RunResult",
-           "get_engine"]
+__all__ = ["NAMESPACES", "BuildResult", "CharliecloudEngine", "Confinement", "ContainerRun", "ContainerRuntime",
+           "DockerEngine", "Engine", "EngineError", "PodmanEngine", "RunResult", "get_engine"]

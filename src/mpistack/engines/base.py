@@ -1,4 +1,6 @@
-"""The engine interface shared by podman and docker (both speak the same CLI dialect)."""
+"""The container-runtime interface every runtime implements (`ContainerRuntime`), and the podman/docker
+command-line dialect (`Engine`), which podman, docker and Charliecloud (whose images come from podman's
+storage) build on."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from secrets import token_hex  # (not `import secrets`: `build` takes a parameter of that name)
 from pathlib import Path
 
+from .confinement import Confinement, size_bytes
 from .containment import Job
 
 #: seconds a container (and a job's processes) get between SIGTERM and SIGKILL when a limit or a signal ends
@@ -68,6 +71,10 @@ class ContainerRun:
     single_copy: bool = False  # SINGLE_COPY_FLAGS
     passthrough: Sequence[str] = ()  # --env patterns passed from the launcher (PMI_*)
     preserve_fds: int = 0  # file descriptors 3.. kept open inside (srun's PMI-2 socket)
+    per_rank: bool = False  # one container per rank (hybrid, bind, fabric-swap), not one for every rank
+    #: ranks of a node that join one namespace set (Charliecloud's --join-ct, Apptainer's --sharens); 0: each
+    #: rank's container has its own, as the runtime makes them
+    join_ranks: int = 0
 
     def confinement_flags(self) -> list[str]:
         """The flags that widen podman's default confinement, as recorded with each run."""
@@ -79,7 +86,58 @@ class ContainerRun:
         return flags
 
 
-class Engine:
+class ContainerRuntime:
+    """What mpistack asks of a container runtime, whichever it is. Approaches plan with `run_argv` and
+    `confinement`; the campaign's prepare stage calls `check` (before any launch) and `prepare_image`;
+    launchers end a case with `end` and `remove_containers`. A runtime that cannot run here (cscs-ce, pyxis,
+    apptainer: rendered for the user's cluster) sets `renders_only` and still answers every method but
+    `run`. tests/engines/test_runtime_protocol.py checks that every registered runtime implements each one."""
+
+    name = "runtime"
+    renders_only = False
+    #: binds a host file over a path the image may lack (bind, fabric-swap mount host libraries so)
+    binds_files = True
+
+    def available(self) -> bool:
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Raise EngineError, naming the fix, when this runtime cannot run cases here (not installed, no
+        $USER); before any launch, once for a campaign."""
+        raise NotImplementedError
+
+    def planned_image(self, reference: str) -> str:
+        """The image as `run_argv` names it, from the reference of an image mpistack builds (fixed before
+        anything is prepared: a dry run prints it)."""
+        raise NotImplementedError
+
+    def prepare_image(self, reference: str, digest: str | None = None) -> str:
+        """Make the built image `reference` runnable by this runtime (a conversion, cached by `digest`);
+        returns `planned_image(reference)`. EngineError when it cannot be converted."""
+        raise NotImplementedError
+
+    def run_argv(self, spec: "ContainerRun") -> list[str]:
+        """The command that runs one container of `spec` (one rank's, under a launcher, or every rank's)."""
+        raise NotImplementedError
+
+    def confinement(self, spec: "ContainerRun") -> Confinement:
+        """What `spec`'s container lets its ranks share and do, as recorded with the run."""
+        raise NotImplementedError
+
+    def env_overrides(self) -> dict[str, str]:
+        """What this runtime's processes need set on top of the caller's environment."""
+        return {}
+
+    def remove_containers(self, label: str, grace: float = 0) -> int:
+        """Remove what is left of the containers labelled `label` (key=value); how many."""
+        raise NotImplementedError
+
+    def end(self, job: Job, label: str | None, grace: float = STOP_GRACE_SECONDS) -> None:
+        """End a job's processes and its containers labelled `label` (mpistack.case=LABEL) together."""
+        raise NotImplementedError
+
+
+class Engine(ContainerRuntime):
     """A docker-CLI-compatible engine. Subclasses set ``program`` and may add global flags/env."""
 
     program = "docker"
@@ -253,6 +311,33 @@ class Engine:
         digest = self.inspect_digest(tag) if rc == 0 else None
         return BuildResult(tag=tag, ok=rc == 0, seconds=seconds, log_path=log_path, returncode=rc,
                            digest=digest, tail=tail)
+
+    def check(self) -> None:
+        self._require()
+
+    def planned_image(self, reference: str) -> str:
+        return reference
+
+    def prepare_image(self, reference: str, digest: str | None = None) -> str:
+        return reference  # the engine's own storage holds the image as built
+
+    def confinement(self, spec: ContainerRun) -> Confinement:
+        """Root podman and docker make no user namespace; a rootless engine puts all of a user's containers in
+        one (its own). Every container gets its own mount namespace and, here, the host's network."""
+        rootless = os.geteuid() != 0
+        host = {"net"} | (set() if rootless else {"user"})
+        if spec.share_ipc:
+            host.add("ipc")
+        if spec.share_pid or spec.single_copy:
+            host.add("pid")
+        shared = set(host) | {"user"}
+        if not spec.per_rank:
+            shared |= {"ipc", "pid", "mnt"}  # one container holds every rank
+        single = spec.single_copy
+        return Confinement(runtime=self.name, shared=frozenset(shared), host=frozenset(host),
+                           capabilities=("SYS_PTRACE",) if single else (), seccomp=not single,
+                           shm_bytes=None if spec.share_ipc else size_bytes(spec.shm_size),
+                           one_container=not spec.per_rank)
 
     def run_argv(self, spec: ContainerRun) -> list[str]:
         """`podman run --rm --network host ... IMAGE ARGV` for one container; host network so that ranks

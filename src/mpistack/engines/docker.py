@@ -8,4 +8,4 @@ from .base import Engine
 
 @ENGINES.register("docker")
 class DockerEngine(Engine):
-    program = "docker"
+    name = program = "docker"

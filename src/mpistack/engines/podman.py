@@ -46,7 +46,7 @@ def ensure_containers_conf() -> Path:
 
 @ENGINES.register("podman")
 class PodmanEngine(Engine):
-    program = "podman"
+    name = program = "podman"
 
     def __init__(self, executable: str | None = None, runtime: str | None = None):
         super().__init__(executable)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from ..cache import cache_dir
 from ..recipes.render import bench_source_dir
+from ..spec.mpi_family import FAMILIES
 
-HOST_COMPILERS = {"mpich": "mpicc.mpich", "openmpi": "mpicc.openmpi"}
+HOST_COMPILERS = {name: family.compiler for name, family in FAMILIES.items()}
 
 
 def host_bench_path(mpi: str) -> Path:

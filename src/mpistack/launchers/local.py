@@ -43,11 +43,12 @@ from ..engines.containment import Job
 from ..registry import LAUNCHERS
 from ..runtime import mpiexec_argv
 from ..spec.campaign import Placement
+from ..spec.mpi_family import FAMILIES
 from . import machine
 from .base import Execution, LauncherCapabilities, LaunchPlan, PerRankStart, captured_outputs, recorded_environment
 
 #: the host's launcher of each MPI (Debian installs both side by side)
-HOST_LAUNCHERS = {"mpich": "mpiexec.mpich", "openmpi": "mpirun.openmpi"}
+HOST_LAUNCHERS = {name: family.launcher for name, family in FAMILIES.items()}
 
 
 class Mpiexec:

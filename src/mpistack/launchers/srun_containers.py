@@ -21,8 +21,9 @@ Three container runtimes, each a function ``wrap(srun, container, argv) -> argv`
     https://github.com/NVIDIA/pyxis/wiki/Usage).
 
 ``apptainer``
-    Apptainer started by srun once per task: ``srun <options> apptainer exec --no-eval --bind SRC:DST ...
-    [--pwd DIR] [--env NAME=VALUE ...] IMAGE <argv>``. Apptainer docs 'Bind Paths and Mounts'
+    Apptainer started by srun once per task: ``srun <options> apptainer exec --no-eval [--sharens] --bind
+    SRC:DST ... [--pwd DIR] [--env NAME=VALUE ...] IMAGE <argv>``; ``--sharens`` (Apptainer 1.3, answering
+    apptainer/apptainer#769) puts the tasks of a node in one namespace set. Apptainer docs 'Bind Paths and Mounts'
     (https://apptainer.org/docs/user/latest/bind_paths_and_mounts.html) and 'Environment and Metadata'
     (https://apptainer.org/docs/user/latest/environment_and_metadata.html); ``--no-eval`` is in Apptainer
     1.1.0 and later (release notes, https://github.com/apptainer/apptainer/blob/main/CHANGELOG.md).
@@ -54,6 +55,8 @@ class RankContainer:
     mounts: list[str] = field(default_factory=list)
     workdir: str | None = None
     edf: str | None = None
+    #: the ranks of a node in one namespace set (apptainer --sharens), not a user namespace each
+    joined: bool = False
 
     def __post_init__(self):
         # copies: a frozen container should not change because the caller's dict or list does
@@ -225,6 +228,10 @@ def apptainer(srun: list[str], container: RankContainer, argv: list[str]) -> lis
     if container.image.startswith("-"):
         raise ValueError(f"apptainer: image {container.image!r} would be read as an option")
     command = [*srun, "apptainer", "exec", "--no-eval"]
+    if container.joined:
+        # Apptainer 1.3 and later: the tasks of a node share one set of namespaces (so CMA and UCX's
+        # proc-link work between them); without it an unprivileged run gives each task its own
+        command.append("--sharens")
     for mount in container.mounts:
         # Apptainer splits a --bind value on ',' into several binds
         if "," in mount:

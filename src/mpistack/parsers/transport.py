@@ -33,11 +33,16 @@ import re
 # in the order a person reads them (mpistack show prints them so): what carried the messages first, how it
 # was learnt last
 KEYS = ("intra", "intra_via", "inter", "inter_via", "layer", "transports", "provider", "network", "single_copy",
-        "eager_limit", "mpi", "probe", "note")
+        "eager_limit", "ns_separate", "ns_ranks", "cap_eff", "mpi", "probe", "note")
+#: the keys of the ranks' confinement (`confinement`), kept even from a probe that failed or hung
+CONFINEMENT_KEYS = ("ns_separate", "ns_ranks", "cap_eff")
 #: the classes a path (and ``network``, the class of the library's network layer) may take
 SHM, TCP, FABRIC = "shm", "tcp", "fabric"
 MPICH_SHM = "MPICH ch4 shm"
 
+#: each rank's line, said by mpistack-bench before MPI_Init when MPISTACK_CONFINEMENT=1 (bench/src/confinement.c)
+_CONFINEMENT = re.compile(r"mpistack-bench: confinement host=(\S*) pid=(\d+) uid=(-?\d+) cap_eff=([0-9a-f]+)"
+                          r"((?: ns_\w+=\d+)+)")
 _UCX_EP_CFG = re.compile(r"ep_cfg\[\d+\]:\s*tag\(([^)]*)\)")
 _UCX_WARN = re.compile(r"UCX\s+(?:WARN|ERROR)\s+(.+)")
 _OFI_PROVIDER = re.compile(r"^libfabric provider:\s*(\S+)", re.MULTILINE)
@@ -80,7 +85,27 @@ def parse_transport(text: str, mpi: str, nolocal: bool = False) -> dict[str, str
         found = {}
     if mpi in ("mpich", "openmpi"):
         found["mpi"] = mpi
+    found.update(confinement(text))
     return {key: found[key] for key in KEYS if found.get(key)}
+
+
+def confinement(text: str) -> dict[str, str]:
+    """What the ranks' confinement lines say: ``ns_separate``, the namespaces (user, ipc, pid, mnt, net) in
+    which ranks of one node differ, comma-separated, or ``none``; ``ns_ranks``, how many ranks said theirs;
+    ``cap_eff``, their effective capabilities (``0``: none, ``mixed`` when they differ). Empty without lines."""
+    ranks = {}
+    for host, pid, _uid, caps, spaces in _CONFINEMENT.findall(text):
+        ranks[host, pid] = (int(caps, 16), dict(item.split("=") for item in spaces.split()))
+    if not ranks:
+        return {}
+    separate = set()
+    for host in {host for host, _ in ranks}:
+        node = [spaces for (where, _), (_, spaces) in ranks.items() if where == host]
+        separate |= {name for name in node[0] if len({spaces.get(name) for spaces in node}) > 1}
+    order = ("ns_user", "ns_ipc", "ns_pid", "ns_mnt", "ns_net")
+    caps = {caps for caps, _ in ranks.values()}
+    return {"ns_separate": ",".join(name[3:] for name in order if name in separate) or "none",
+            "ns_ranks": str(len(ranks)), "cap_eff": f"{caps.pop():x}" if len(caps) == 1 else "mixed"}
 
 
 def _unique(items) -> list[str]:
@@ -256,7 +281,8 @@ def describe_transport(record: dict | None) -> str:
         f"provider {record['provider']}" if record.get("provider") else None,
         f"({record['network']})" if record.get("network") else None) if part)]
     parts += [f"single-copy {record['single_copy']}" if record.get("single_copy") else "",
-              f"eager limit {record['eager_limit']} B" if record.get("eager_limit") else ""]
+              f"eager limit {record['eager_limit']} B" if record.get("eager_limit") else "",
+              f"namespaces apart: {record['ns_separate']}" if record.get("ns_separate") else ""]
     text = (", " if paths else " ").join(part for part in parts if part)
     note = record.get("note")
     return "; ".join(part for part in (text, note) if part)

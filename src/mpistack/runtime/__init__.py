@@ -19,6 +19,7 @@ import shlex
 from dataclasses import dataclass
 
 from ..recipes.escaping import comment
+from ..spec.mpi_family import FAMILIES
 from ..spec.stack import Stack
 from .systems import check_env_name
 
@@ -68,7 +69,7 @@ def presets(stack: Stack, *, gpu: bool = False, network: str | None = None, loca
 
 #: srun's PMI plug-in per MPI family (checked against `srun --mpi=list`): MPICH wires up with PMI-1/2;
 #: Open MPI with PMIx (Debian's Open MPI has no PMI-2)
-SRUN_MPI = {"mpich": "pmi2", "openmpi": "pmix"}
+SRUN_MPI = {name: family.wire_up for name, family in FAMILIES.items()}
 
 
 def srun_mpi(stack: Stack) -> str:

@@ -133,6 +133,12 @@ class VariantEntry(_Model):
     shm_size: Annotated[str, Field(pattern=r"^[0-9]+[bkmg]?$")] | None = None
     share_ipc: bool | None = None
     single_copy: bool | None = None
+    #: a container per rank: each rank's namespaces as its runtime makes them ("separate": Charliecloud's and
+    #: unprivileged Apptainer's default), or one set for the ranks of a node ("joined": ch-run --join-ct,
+    #: apptainer --sharens); None: the runtime's default
+    namespaces: Literal["separate", "joined"] | None = None
+    #: the container runtime of its cases (a registered engine: podman, docker, charliecloud); None: the campaign's
+    engine: Name | None = None
     #: the cause this variant injects, as the doctor's finding id (or the ids that name it), or "none" for a
     #: control: `mpistack doctor --campaign NAME --score` checks the doctor against it (docs/doctor.md)
     expect: FindingIds | None = None

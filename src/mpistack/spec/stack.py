@@ -14,6 +14,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .mpi_family import FAMILIES
 from .toml_files import load_model, read_text
 
 #: tri-state option: True -> --with-X, "/path" -> --with-X=/path, False -> --without-X, None -> not mentioned
@@ -93,8 +94,8 @@ Identifier = Annotated[str, _pattern(re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*"),
                                      "a name of letters, digits, '.', '_' and '-'", 64)]
 
 
-#: Debian's names for each MPI's compiler wrapper and launcher (both MPIs install side by side)
-APT_MPI_COMMANDS = {"mpich": ("mpicc.mpich", "mpiexec.mpich"), "openmpi": ("mpicc.openmpi", "mpirun.openmpi")}
+#: Debian's names for each MPI's compiler wrapper and launcher (spec/mpi_family.py)
+APT_MPI_COMMANDS = {name: (family.compiler, family.launcher) for name, family in FAMILIES.items()}
 #: where MPI wheels from PyPI are installed in an image
 PIP_MPI_PREFIX = "/opt/mpi"
 

@@ -3,10 +3,9 @@ known hang, the validation failure of Open MPI's AVX reductions, and the transpo
 
 from __future__ import annotations
 
-import re
-import shlex
 
 from ...analysis.evidence import row_scope
+from ...engines.confinement import Confinement, size_bytes
 from ...spec.campaign import DEFAULT_VARIANT
 from ...spec.status import RunStatus
 from ..model import rule
@@ -190,19 +189,17 @@ def single_copy(rule, run: dict):
 #: the bank's messages of ranks that found no room, or no peer's segment, in shared memory
 SHM_FAILURES = ("shm-target-full", "bus-error", "ucx-posix-oom", "ucx-posix-shm-full", "mpich-shm-alloc",
                 "ucx-worker-no-resource")
-_SHM_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}  # podman-run(1): --shm-size <number><unit>
 
 
 def shm_bytes(text: str) -> int | None:
-    """podman's --shm-size value in bytes (units b, k, m, g; bytes without one); None when it is not one."""
-    found = re.fullmatch(r"(\d+)([bkmg]?)", text.strip().lower())
-    return int(found.group(1)) * _SHM_UNITS[found.group(2)] if found else None
+    """A --shm-size value in bytes (units b, k, m, g; bytes without one); None when it is not one."""
+    return size_bytes(text)
 
 
-def container_flags(run: dict) -> list[str] | None:
-    """The flags that widened the run's containers' confinement, as recorded; None for ranks run natively."""
-    recorded = (run.get("tags") or {}).get("container_flags")
-    return None if recorded is None else [part for flag in shlex.split(recorded) for part in flag.split("=", 1)]
+def confinement_record(run: dict) -> Confinement | None:
+    """The confinement the run's containers had, as recorded (engines.Confinement); None for ranks run natively
+    or a run recorded without one."""
+    return Confinement.from_record((run.get("tags") or {}).get("confinement_record"))
 
 
 def ranks_per_node(run: dict) -> int:
@@ -210,8 +207,8 @@ def ranks_per_node(run: dict) -> int:
     return -(-(run.get("ranks") or 1) // (run.get("nodes") or 1))
 
 
-def _flag(flags: list[str], name: str) -> str | None:
-    return next((flags[index + 1] for index, flag in enumerate(flags[:-1]) if flag == name), None)
+def _mib(size: int) -> str:
+    return f"{size // 1024 ** 2} MiB" if size >= 1024 ** 2 else f"{size} bytes"
 
 
 #: the approaches whose ranks the host's launcher starts, one container each (approaches/hybrid.py per_rank_launch)
@@ -219,21 +216,21 @@ PER_RANK_APPROACHES = ("hybrid", "bind", "fabric-swap")
 
 
 def shm_cause(run: dict) -> tuple[str, dict] | None:
-    """What the run's containers left its ranks of shared memory, by their recorded flags: ranks of one node in
+    """What the run's containers left its ranks of shared memory, by their recorded confinement: ranks of one node in
     containers of their own without the host's IPC namespace (``ipc-not-shared``: each has a /dev/shm of its own),
     or a /dev/shm below what the node's ranks need (``shm-size``); with the evidence. None for a native run or
     one whose containers had room."""
-    flags = container_flags(run)
-    if flags is None:
+    confinement = confinement_record(run)
+    if confinement is None:
         return None
     per_node = ranks_per_node(run)
-    evidence = {"container_flags": run["tags"]["container_flags"], "confinement": confinement_of(run),
+    evidence = {"confinement_record": run["tags"]["confinement_record"], "confinement": confinement_of(run),
                 "ranks_per_node": per_node}
-    if run.get("approach") in PER_RANK_APPROACHES and _flag(flags, "--ipc") != "host" and per_node > 1:
+    if run.get("approach") in PER_RANK_APPROACHES and "ipc" not in confinement.shared and per_node > 1:
         return "ipc-not-shared", evidence
-    size = shm_bytes(_flag(flags, "--shm-size") or "")
+    size = confinement.shm_bytes
     if size is not None and size < OMPI_SHM_PER_RANK * per_node:
-        return "shm-size", {**evidence, "shm_size": _flag(flags, "--shm-size"),
+        return "shm-size", {**evidence, "shm_size": _mib(size),
                             "needed": f"{OMPI_SHM_PER_RANK * per_node // 1024 ** 2} MiB"}
     return None
 
@@ -246,8 +243,9 @@ _SHM_SOURCE = ("podman-run(1) --shm-size and --ipc (https://docs.podman.io/en/la
 
 
 @rule("container-shm", "runs", _SHM_SOURCE,
-      "a failed run whose containers left its ranks without shared memory, by their recorded flags: a container per "
-      "rank without --ipc host (each rank its own /dev/shm), or --shm-size below 16 MiB per rank of the node")
+      "a failed run whose containers left its ranks without shared memory, by their recorded confinement: a "
+      "container per rank without the host's IPC namespace (each rank its own /dev/shm), or a /dev/shm below 16 MiB "
+      "per rank of the node")
 def container_shm(rule, run: dict):
     if run.get("status") not in (RunStatus.FAILED.value, RunStatus.TIMEOUT.value):
         return
@@ -259,7 +257,7 @@ def container_shm(rule, run: dict):
     if hits:
         evidence = {**evidence, "line": hits[0].line, "signature": hits[0].signature.id}
     said = (f"The run failed with {hits[0].signature.id} ({hits[0].line}). " if hits else
-            "The run failed without a known message; its containers' flags are the likely cause. ")
+            "The run failed without a known message; its containers' confinement is the likely cause. ")
     if cause == "ipc-not-shared":
         yield rule.finding(
             "problem" if hits else "warning", "ranks in containers of their own without a shared IPC namespace",

@@ -1,0 +1,90 @@
+"""Ranks of one node in namespaces of their own: what each rank recorded of /proc/self/ns (mpistack-bench's
+confinement lines, read by the transport probe), or failing that the confinement the runtime declared.
+
+Two processes in different user namespaces cannot attach each other's memory (process_vm_readv: CMA) nor open
+each other's /proc/PID/fd links unless one holds CAP_SYS_PTRACE in the other's namespace (ptrace(2), "Ptrace
+access mode checking"): the same uid is not enough. In different IPC namespaces they cannot attach each other's
+SysV segments, and with a /dev/shm each, nor their POSIX ones. Unprivileged runtimes make a user namespace per
+container (Charliecloud's ch-run, Apptainer without root): a container per rank then separates the ranks.
+"""
+
+from __future__ import annotations
+
+from ...spec.status import RunStatus
+from ..model import rule
+from .runs import PER_RANK_APPROACHES, _mpi, confinement_record, ranks_per_node, run_cell, shm_cause, subject_of
+
+SOURCE = ("ptrace(2) 'Ptrace access mode checking' and process_vm_readv(2) (https://man7.org/linux/man-pages/man2/"
+          "ptrace.2.html); ch-run(1) --join (https://hpc.github.io/charliecloud/ch-run.html); Apptainer 1.3 "
+          "--sharens (https://github.com/apptainer/apptainer/issues/769); open-mpi/ompi pull 6844; openucx/ucx "
+          "issue 4224; measured on a 2-core Debian 12 KVM guest: MPICH 4.0.2 over UCX with UCX_POSIX_USE_PROC_LINK=n "
+          "and UCX_TLS=^cma, 64 KiB latency 52 us against 18 us natively (TCP loopback)")
+
+#: the settings that let ranks in separate user namespaces run at all, and what they cost, per MPI family
+WORKAROUND = {
+    "mpich": ("UCX_POSIX_USE_PROC_LINK=n and UCX_TLS=^cma let MPICH over UCX run, over TCP loopback: 64 KiB "
+              "latency 52 us against 18 us natively"),
+    "openmpi": ("OMPI_MCA_btl_vader_single_copy_mechanism=none (Open MPI 4; OMPI_MCA_smsc=^cma in 5) lets Open "
+                "MPI finish, copying large messages twice through shared memory; without it Open MPI 4.1.4's bw "
+                "hung at or below 1 MiB (examples/charliecloud.toml, 3 launches of 3)"),
+}
+
+
+def join_fix(runtime: str, per_node: int) -> str:
+    """How the runtime puts the ranks of a node into one namespace set."""
+    joined = {"charliecloud": f"ch-run --join-ct={per_node} --join-tag=TAG",
+              "apptainer": "apptainer exec --sharens (Apptainer 1.3 and later)"}.get(runtime)
+    said = f"with {joined}; " if joined else ""
+    return (f"Put the node's ranks in one namespace set: {said}in mpistack a variant with namespaces = \"joined\", "
+            "or one container per node (approach container).")
+
+
+def separate_namespaces(run: dict) -> tuple[list[str], str] | None:
+    """The namespaces the ranks of a node did not share and how that is known (`recorded`: the ranks said so;
+    `declared`: the runtime's confinement), or None."""
+    transport = run.get("transport") or {}
+    if transport.get("ns_separate"):
+        names = [] if transport["ns_separate"] == "none" else transport["ns_separate"].split(",")
+        return names, "recorded"
+    confinement = confinement_record(run)
+    if confinement is None or run.get("approach") not in PER_RANK_APPROACHES:
+        return None
+    return confinement.separate(), "declared"
+
+
+@rule("rank-namespaces", "runs", SOURCE,
+      "ranks of one node in different user namespaces (no CMA, no UCX proc-link) or IPC namespaces (no shared "
+      "segments), from the inodes each rank recorded, else the runtime's declared confinement")
+def rank_namespaces(rule, run: dict):
+    per_node = ranks_per_node(run)
+    found = separate_namespaces(run)
+    if per_node < 2 or found is None:
+        return
+    names, how = found
+    confinement = confinement_record(run)
+    runtime = (run.get("tags") or {}).get("runtime") or (confinement.runtime if confinement else "")
+    failed = run.get("status") in (RunStatus.FAILED.value, RunStatus.TIMEOUT.value)
+    common = {"subject": subject_of(run), "cell": run_cell(run), "separate": ",".join(names) or "none",
+              "known": how, "runtime": runtime or "not recorded", "ranks_per_node": per_node}
+    if "user" in names:
+        workaround = WORKAROUND.get(_mpi(run) or "", "")
+        yield rule.finding(
+            "problem" if failed else "warning", "ranks of one node in separate user namespaces",
+            f"The {per_node} ranks of a node ran each in a user namespace of its own ({how}"
+            + (f", runtime {runtime}" if runtime else "") + "). The kernel lets a process read another's memory "
+            "(CMA, process_vm_readv) or open its /proc/PID/fd links only within one user namespace, so the MPI "
+            "loses its single-copy path and UCX its shared-memory proc-link: MPICH over UCX aborts in MPI_Init or "
+            "at the first rendezvous message, Open MPI copies twice or hangs at large messages"
+            + (f" (this run: {run.get('status')})." if failed else "."),
+            join_fix(runtime, per_node) + (f" Without joining: {workaround}." if workaround else ""),
+            cause="user-ns-separate", **common)
+    # a failed run whose containers' confinement explains it is container-shm's to say (once, with its message)
+    explained = failed and (shm_cause(run) or ("",))[0] == "ipc-not-shared"
+    if "ipc" in names and how == "recorded" and not explained:
+        yield rule.finding(
+            "problem" if failed else "warning", "ranks of one node in separate IPC namespaces",
+            f"The {per_node} ranks of a node ran each in an IPC namespace of its own ({how}): no rank can attach "
+            "the SysV or POSIX shared-memory segments another creates, so the MPI's shared-memory transport fails "
+            "or falls back to the network.",
+            "Share the host's IPC namespace (podman --ipc host, mpistack's hybrid default) or run the node's ranks "
+            "in one container.", cause="ipc-not-shared", **common)

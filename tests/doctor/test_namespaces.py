@@ -1,0 +1,72 @@
+"""The rank-namespaces rule on runs written through the real store writer: ranks of one node in separate user
+namespaces (the inodes each rank said, through the transport probe, or the runtime's declared confinement), with
+the runtime's own fix and the workaround's cost; joined ranks and native ranks say nothing."""
+
+from __future__ import annotations
+
+from mpistack.doctor import diagnose_runs
+from mpistack.engines import CharliecloudEngine, ContainerRun
+from mpistack.parsers.model import ParsedRun
+from mpistack.parsers.transport import parse_transport
+from mpistack.spec.provenance import Provenance
+from mpistack.spec.status import RunStatus
+from mpistack.store import open_database
+from mpistack.store.query import Where
+
+from .test_stored import store_runs
+
+#: what two ranks said before MPI_Init, each in a ch-run of its own (user and mount namespaces apart)
+SEPARATE = """mpistack-bench: confinement host=vm pid=11 uid=1001 cap_eff=0 ns_user=4026532181 ns_ipc=4026531839 ns_pid=4026531836 ns_mnt=4026532182 ns_net=4026531833
+mpistack-bench: confinement host=vm pid=12 uid=1001 cap_eff=0 ns_user=4026532191 ns_ipc=4026531839 ns_pid=4026531836 ns_mnt=4026532192 ns_net=4026531833"""
+JOINED = SEPARATE.replace("4026532191", "4026532181").replace("4026532192", "4026532182")
+
+
+def charliecloud_run(mpi: str, status: RunStatus | None, said: str | None, joined: bool = False,
+                     variant: str = "default"):
+    run = ContainerRun("image", per_rank=True, join_ranks=2 if joined else 0)
+    confinement = CharliecloudEngine().confinement(run)
+    facts = Provenance(stack=f"debian-{mpi}", approach="hybrid", ranks=2, nodes=1, command="mpiexec ch-run ...")
+    facts.transport = parse_transport(said, mpi) if said else {}
+    tags = {"mpi": mpi, "variant": variant, "confinement": confinement.word(), "runtime": "charliecloud",
+            "confinement_record": confinement.record()}
+    return ParsedRun.empty("latency"), facts, tags, status, "exit status 1" if status else None
+
+
+def findings(store_url, *runs):
+    engine = open_database(store_url)
+    campaign = store_runs(engine, *runs)
+    return [f for f in diagnose_runs(engine, [Where("campaign", "=", campaign)]) if f.rule == "rank-namespaces"]
+
+
+def test_separate_user_namespaces_recorded_by_the_ranks_name_the_join_and_the_workarounds_cost(store_url):
+    said = findings(store_url, charliecloud_run("mpich", RunStatus.FAILED, SEPARATE))
+    assert len(said) == 1
+    finding = said[0]
+    assert finding.verdict == "problem" and finding.cause == "user-ns-separate"
+    assert finding.evidence["known"] == "recorded" and finding.evidence["separate"] == "user,mnt"
+    assert "ch-run --join-ct=2 --join-tag=TAG" in finding.fix and 'namespaces = "joined"' in finding.fix
+    assert "UCX_POSIX_USE_PROC_LINK=n" in finding.fix and "52 us against 18 us" in finding.fix
+
+
+def test_a_hang_is_not_bare_it_is_the_namespaces_of_open_mpi(store_url):
+    said = findings(store_url, charliecloud_run("openmpi", RunStatus.TIMEOUT, SEPARATE))
+    assert [f.verdict for f in said] == ["problem"]
+    assert "btl_vader_single_copy_mechanism=none" in said[0].fix and "hung at or below 1 MiB" in said[0].fix
+
+
+def test_without_the_ranks_word_the_runtimes_declared_confinement_is_read(store_url):
+    said = findings(store_url, charliecloud_run("mpich", RunStatus.OK, None))
+    assert [(f.verdict, f.evidence["known"]) for f in said] == [("warning", "declared")]
+
+
+def test_joined_ranks_and_ranks_that_said_they_share_are_not_flagged(store_url):
+    assert findings(store_url, charliecloud_run("mpich", RunStatus.OK, JOINED),
+                    charliecloud_run("mpich", RunStatus.OK, None, joined=True)) == []
+
+
+def test_ranks_that_recorded_separate_ipc_namespaces_cannot_share_segments(store_url):
+    run = charliecloud_run("mpich", RunStatus.OK, None)
+    run[1].transport = {"ns_separate": "user,ipc,mnt", "ns_ranks": "2", "mpi": "mpich"}
+    said = {f.cause: f for f in findings(store_url, run)}
+    assert set(said) == {"user-ns-separate", "ipc-not-shared"}
+    assert said["ipc-not-shared"].verdict == "warning" and "--ipc host" in said["ipc-not-shared"].fix

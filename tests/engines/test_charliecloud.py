@@ -1,0 +1,180 @@
+"""Charliecloud: the command lines mpistack plans (unit), and real runs of a container per rank by an
+unprivileged user, in separate and in joined namespaces (integration: ch-run, root podman to convert from,
+the Debian MPICH and Open MPI images)."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mpistack.approaches import HostFacts, Resources, plan
+from mpistack.campaign.matrix import expand, resolve_stacks
+from mpistack.engines import CharliecloudEngine, ContainerRun, EngineError, PodmanEngine
+from mpistack.engines.charliecloud import CASE_MOUNT, environment_file
+from mpistack.parsers.transport import parse_transport
+from mpistack.spec.campaign import load_campaign_text
+
+IMAGE = "/images/debian-mpich"
+CASE = "/work/cases/hybrid-1"
+
+
+def spec(**options) -> ContainerRun:
+    return ContainerRun(IMAGE, ["mpistack-bench", "latency", "--json", f"{CASE}/out.json"], env={"A": "x=y"},
+                        label="hybrid-1", mounts=[f"{CASE}:{CASE}", "/usr/lib/ucx:/usr/lib/ucx:ro"],
+                        per_rank=True, share_pid=True, share_ipc=True, **options)
+
+
+def test_a_rank_in_separate_namespaces_is_one_ch_run_with_the_case_directory_at_its_mount_point():
+    argv = CharliecloudEngine().run_argv(spec())
+    assert argv == ["ch-run", "--set-env", "--set-env=A=x=y", f"--bind={CASE}:{CASE_MOUNT}",
+                    "--bind=/usr/lib/ucx:/usr/lib/ucx", f"--cd={CASE_MOUNT}", IMAGE, "--",
+                    "mpistack-bench", "latency", "--json", f"{CASE_MOUNT}/out.json"]
+
+
+def test_joined_ranks_name_their_count_and_the_case_as_the_join_tag():
+    argv = CharliecloudEngine().run_argv(spec(join_ranks=2))
+    assert argv[1:3] == ["--join-ct=2", "--join-tag=hybrid-1"]
+
+
+def test_separate_ranks_share_only_the_hosts_ipc_pid_and_network():
+    engine = CharliecloudEngine()
+    separate, joined = engine.confinement(spec()), engine.confinement(spec(join_ranks=2))
+    assert separate.separate() == ["user", "mnt"] and separate.word() == "separate-ns"
+    assert joined.separate() == [] and joined.word() == "joined-ns"
+    assert separate.capabilities == () and separate.shm_bytes is None
+
+
+def test_the_image_environment_is_written_one_variable_a_line():
+    assert environment_file(["PATH=/usr/bin:/bin", "BAD\nVALUE=1", "NOEQUALS"]) == "PATH=/usr/bin:/bin\n"
+
+
+def test_ch_run_missing_or_no_user_is_one_error_naming_the_fix(monkeypatch):
+    engine = CharliecloudEngine()
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(EngineError, match="apt-get install charliecloud-runtime"):
+        engine.check()
+    monkeypatch.undo()
+    if shutil.which("ch-run") is None:
+        return
+    monkeypatch.delenv("USER", raising=False)
+    with pytest.raises(EngineError, match=r"\$USER is not set.*export USER=\$\(id -un\)"):
+        engine.check()
+
+
+def test_an_image_podman_does_not_have_cannot_be_converted_and_is_never_pulled(tmp_path, monkeypatch):
+    engine = CharliecloudEngine()
+    monkeypatch.setenv("MPISTACK_CHARLIECLOUD_IMAGES", str(tmp_path))
+    monkeypatch.setattr(PodmanEngine, "image_exists", lambda self, reference: False)
+    with pytest.raises(EngineError, match="podman has no such image; build it first.*never pulled"):
+        engine.prepare_image("localhost/mpistack/nothing:here")
+
+
+# -- real runs --------------------------------------------------------------------------------------------------
+
+USER = "mpistack-ch"
+IMAGES = {"mpich": "localhost/mpistack/debian-mpich:mpich4.0.2-ucx",
+          "openmpi": "localhost/mpistack/debian-openmpi:openmpi4.1.4-ucx"}
+CAMPAIGN = """
+name = "ch"
+engine = "charliecloud"
+approaches = ["hybrid"]
+benchmarks = [{{ name = "latency", options = ["-m", "1:65536", "-i", "20", "-x", "2"] }}]
+[[stack]]
+name = "{stack}"
+[[variant]]
+name = "joined"
+namespaces = "joined"
+"""
+
+
+def _podman_has(reference: str) -> bool:
+    return shutil.which("podman") is not None and subprocess.run(
+        ["podman", "image", "exists", reference], capture_output=True).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def unprivileged_user() -> str:
+    """An ordinary user to run ch-run as (created once, as tests of unprivileged runs do)."""
+    if os.geteuid() != 0 or shutil.which("ch-run") is None or shutil.which("runuser") is None:
+        pytest.skip("needs root (to make an unprivileged user and convert from root podman's storage) and ch-run")
+    try:
+        pwd.getpwnam(USER)
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
+    return USER
+
+
+@pytest.fixture(scope="module")
+def shared_dir(unprivileged_user):
+    """Images and case directories the unprivileged user can read (a root-only cache cannot be)."""
+    root = Path("/var/tmp/mpistack-charliecloud-test")
+    root.mkdir(mode=0o755, exist_ok=True)
+    os.chmod(root, 0o755)
+    return root
+
+
+def run_as_user(user: str, argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 60):
+    environment = {"PATH": "/usr/bin:/bin", "USER": user, "HOME": str(cwd), **env}
+    command = ["runuser", "-u", user, "--", "env", "-i", *(f"{k}={v}" for k, v in environment.items()), *argv]
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    except subprocess.TimeoutExpired as expired:
+        return subprocess.CompletedProcess(command, None, expired.stdout or "", (expired.stderr or b"").decode()
+                                           if isinstance(expired.stderr, bytes) else expired.stderr or "")
+
+
+@pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
+def test_a_container_per_rank_as_an_unprivileged_user_separate_and_joined(mpi, unprivileged_user, shared_dir,
+                                                                           monkeypatch):
+    reference = IMAGES[mpi]
+    if not _podman_has(reference):
+        pytest.skip(f"{reference} is not built (mpistack stack build debian-{mpi})")
+    monkeypatch.setenv("MPISTACK_CHARLIECLOUD_IMAGES", str(shared_dir / "images"))
+    engine = CharliecloudEngine()
+    image = engine.prepare_image(reference)
+    assert Path(image, "ch", "environment").read_text().startswith("PATH=")
+    assert engine.prepare_image(reference) == image  # cached by digest: the same directory, not converted again
+
+    campaign = load_campaign_text(CAMPAIGN.format(stack=f"debian-{mpi}"), "ch.toml")
+    workdir = shared_dir / f"work-{mpi}"
+    resources = Resources(engine=engine, workdir=workdir, host=HostFacts.probe(),
+                          images={f"debian-{mpi}": reference})
+    said = {}
+    for case in expand(campaign, resolve_stacks(campaign)):
+        label = f"{mpi}-{case.variant_name}"
+        case_dir = resources.case_directory(label)
+        shutil.rmtree(case_dir, ignore_errors=True)
+        case_dir.mkdir(parents=True)
+        for directory in (case_dir, case_dir.parent, workdir):
+            os.chmod(directory, 0o777 if directory == case_dir else 0o755)
+        launch = plan(case, resources, case_dir / "out.json", [], label)
+        done = run_as_user(unprivileged_user, launch.argv, {**launch.env, "MPISTACK_CONFINEMENT": "1"}, case_dir)
+        said[case.variant_name] = (done, parse_transport(done.stderr, mpi), launch)
+    separate, separate_ns, launch = said["default"]
+    assert launch.facts["confinement"] == "separate-ns"
+    assert separate_ns.get("ns_separate") == "user,mnt", separate.stderr[-2000:]
+    assert separate_ns.get("cap_eff") == "0"  # nothing privileged: no capability in the host's namespaces
+    joined, joined_ns, launch = said["joined"]
+    assert launch.facts["confinement"] == "joined-ns"
+    assert joined.returncode == 0, joined.stderr[-2000:]
+    assert joined_ns.get("ns_separate") == "none" and (workdir / "cases" / f"{mpi}-joined" / "out.json").is_file()
+    if mpi == "mpich":  # UCX's posix proc-link across user namespaces: MPI_Init aborts
+        assert separate.returncode != 0
+
+
+def test_bind_under_charliecloud_is_refused_before_it_runs_with_the_way_out():
+    from mpistack.approaches import Refused
+    from mpistack.approaches.base import HostFacts as Facts
+
+    campaign = load_campaign_text(CAMPAIGN.format(stack="debian-mpich").replace('["hybrid"]', '["bind"]'), "ch.toml")
+    host = Facts(mpi_library_files={"mpich": (("/usr/lib/libmpich.so.12", "libmpi.so.12"),)})
+    resources = Resources(engine=CharliecloudEngine(), workdir=Path("/work"), host=host,
+                          images={"debian-mpich": IMAGES["mpich"]})
+    case = next(case for case in expand(campaign, resolve_stacks(campaign)) if case.variant_name == "default")
+    with pytest.raises(Refused, match='engine charliecloud cannot bind host files.*engine = "podman"'):
+        plan(case, resources, None, [], "bind-1")

@@ -1,0 +1,49 @@
+"""Every registered container runtime implements the whole interface (engines.ContainerRuntime), so that a new
+runtime is one module: the approaches, both launchers and the prepare stage call only these methods."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from mpistack.engines import ContainerRun, ContainerRuntime, get_engine
+from mpistack.engines.confinement import NAMESPACES, Confinement
+from mpistack.registry import ENGINES
+
+METHODS = [name for name, member in vars(ContainerRuntime).items()
+           if inspect.isfunction(member) and not name.startswith("_")]
+
+
+def test_the_interface_is_what_the_approaches_and_launchers_call():
+    assert {"check", "planned_image", "prepare_image", "run_argv", "confinement", "end",
+            "remove_containers", "available", "env_overrides"} <= set(METHODS)
+
+
+@pytest.mark.parametrize("name", ENGINES.names())
+def test_every_registered_runtime_implements_every_method(name):
+    runtime = ENGINES.get(name).plugin
+    missing = [method for method in METHODS
+               if getattr(runtime, method) is getattr(ContainerRuntime, method)
+               and method != "env_overrides"]  # the one method with a default: nothing to add
+    assert not missing, f"runtime {name} leaves {', '.join(missing)} to the interface"
+    assert runtime.name == name
+
+
+@pytest.mark.parametrize("name", ENGINES.names())
+@pytest.mark.parametrize("per_rank", [False, True])
+def test_every_runtime_says_its_confinement_as_a_typed_value(name, per_rank):
+    runtime = get_engine(name)
+    confinement = runtime.confinement(ContainerRun("image", ["true"], per_rank=per_rank, share_pid=per_rank,
+                                                   share_ipc=per_rank))
+    assert isinstance(confinement, Confinement) and confinement.runtime == name
+    assert set(confinement.shared) <= set(NAMESPACES) and confinement.host <= confinement.shared
+    if not per_rank:  # one container holds every rank: they share all that decides how they talk
+        assert {"user", "ipc", "pid"} <= confinement.shared
+    assert Confinement.from_record(confinement.record()) == confinement
+
+
+def test_an_unknown_runtime_name_lists_the_known_ones():
+    from mpistack.engines import EngineError
+    with pytest.raises(EngineError, match="unknown container engine 'singularity': expected one of .*charliecloud"):
+        get_engine("singularity")
