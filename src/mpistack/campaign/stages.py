@@ -33,7 +33,7 @@ from ..spec.case import Case
 from ..spec.provenance import Provenance
 from ..spec.status import RunStatus
 from . import journal, probe
-from .reasons import first_reason, stdout_errors
+from .reasons import first_reason, hinted, stdout_errors
 from .schedule import ScheduledCase
 
 # Exit codes of podman (125: engine error, 126: cannot invoke, 127: not found) and of a launcher that
@@ -136,7 +136,7 @@ def classify(execution: Execution, parsed: Parsed, timeout: float, ranks: int | 
     if execution.exit_code != 0:
         failed_validation = any(run.status is RunStatus.VALIDATION_FAILED for run in parsed.runs)
         status = RunStatus.VALIDATION_FAILED if failed_validation else RunStatus.FAILED
-        reason = first_reason(execution.stderr)
+        reason = hinted(first_reason(execution.stderr), execution.stderr)
         said = stdout_errors(execution.stdout)
         return Outcome(status, f"exit status {execution.exit_code}" + (f": {reason}" if reason else "")
                        + (f"\n{tail}" if tail else "") + (f"\n{said}" if said else ""))
