@@ -129,6 +129,14 @@ def test_a_stack_whose_image_cannot_be_had_fails_its_cases_only(tmp_path):
     context = case_context(campaign, resources, tmp_path / "m.db")
     outcomes = [(case.stack.name, stages.run_case(context, case).status) for case in cases]
     assert outcomes == [("host-mpich", RunStatus.OK), ("pip-mpich", RunStatus.FAILED)]
+    # the answer and the doctor say why, once for the configuration: never "no known cause"
+    from mpistack.doctor import cell_findings
+    from mpistack.store.query import Where
+
+    found = cell_findings(context.database, [Where.parse("campaign=m")])
+    (cell,) = [key for key in found if key[0][1] == "pip-mpich"]
+    assert [finding["title"] for finding in found[cell]] == \
+        [f"never launched: image {image} not prepared: podman not found on PATH"]
 
 
 def test_singletons_are_a_failure(tmp_path):

@@ -200,19 +200,25 @@ def _kept_message(message: str | None) -> str | None:
     return f"{first}\n…\n{message[-(MESSAGE_LIMIT - len(first) - 3):]}"
 
 
+#: the tag of a case that never launched: "prepare" (its image, runtime or build failed before any case ran),
+#: "refused" (its approach cannot run it here)
+NOT_LAUNCHED = "not_launched"
+
+
 def settle(context: CaseContext, case: Case) -> LaunchPlan | Outcome:
     """The case's launch plan; or, for a case that cannot launch (skipped, its image missing, refused by
     its approach), its recorded outcome."""
+    stopped = {}  # what kept it from launching, for the doctor: its cause is the message, not "unknown"
     if case.skip:
         outcome = Outcome(RunStatus.SKIPPED, case.skip)
     elif build_failure := context.resources.build_failure(case):
-        outcome = Outcome(RunStatus.FAILED, build_failure)
+        outcome, stopped = Outcome(RunStatus.FAILED, build_failure), {NOT_LAUNCHED: "prepare"}
     else:
         try:
             return plan(context.campaign, case, context.resources)
         except Refused as refused:
-            outcome = Outcome(RunStatus.SKIPPED, str(refused))
-    record(context, case, outcome, [])
+            outcome, stopped = Outcome(RunStatus.SKIPPED, str(refused)), {NOT_LAUNCHED: "refused"}
+    record(context, case, outcome, [], launcher_facts=stopped)
     return outcome
 
 
