@@ -36,6 +36,29 @@ class Account:
             raise AssertionError(f"{argv} as {self.name}: exit {result.returncode}\n{result.stdout}\n{result.stderr}")
         return result
 
+    def mpistack(self, *args: str, timeout: float = 1800, check: bool = True) -> subprocess.CompletedProcess:
+        """`mpistack ARGS` as this account, from this checkout and the test's Python packages (skipped where
+        this account cannot read them: a checkout in root's home)."""
+        python, path = _python_for_others()
+        if not all(self.run(["test", "-r", str(Path(entry) / "mpistack" / "__init__.py") if entry == path[0]
+                             else entry], check=False).returncode == 0 for entry in path):
+            pytest.skip(f"{self.name} cannot read this checkout or its packages ({', '.join(path)})")
+        return self.run([python, "-m", "mpistack.cli", *args], env={"PYTHONPATH": os.pathsep.join(path)},
+                        timeout=timeout, check=check)
+
+
+def _python_for_others() -> tuple[str, list[str]]:
+    """A Python of this version another account can run (this one, or the system's of the same minor version
+    where this one lies in root's home), and the path that finds mpistack and its dependencies."""
+    import sys
+    import sysconfig
+
+    source = str(Path(__file__).resolve().parents[1] / "src")
+    python = sys.executable
+    if not os.access(python, os.X_OK) or Path(sys.base_prefix).is_relative_to(Path.home()):
+        python = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+    return python, [source, sysconfig.get_paths()["purelib"]]
+
 
 def _needs_root() -> None:
     if os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser"):
