@@ -100,8 +100,9 @@ def check_own(path: Path, fix: str) -> Path:
                 break  # what is missing, the caller makes, under a parent checked here
             problem = _untrusted(info, final=part == chain)
             if problem:
-                mine = info.st_uid == os.geteuid()
-                raise UnsafePath(part, f"{problem}; fix: {f'chmod go-w {part}' if mine else fix}")
+                # a mode of one's own is one chmod away; a directory shared on purpose (sticky, as /tmp) is not
+                own_mode = info.st_uid == os.geteuid() and not info.st_mode & stat.S_ISVTX
+                raise UnsafePath(part, f"{problem}; fix: {f'chmod go-w {part}' if own_mode else fix}")
     return path
 
 

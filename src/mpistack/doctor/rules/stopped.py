@@ -9,7 +9,9 @@ from ..model import rule
 from .runs import run_cell, subject_of
 
 
-@rule("not-launched", "runs", "the run's own message: what the campaign found before the case could launch",
+@rule("not-launched", "runs", "the run's own message, what the campaign found before the case could launch; "
+      "measured on a 2-core Debian 12 KVM guest: a campaign of a user without root whose image could not be made "
+      "answered 'no known cause'",
       "a case that never launched (its image, runtime or build failed, or its approach refused it)")
 def not_launched(rule, run: dict):
     why = run["tags"].get(NOT_LAUNCHED)
