@@ -23,6 +23,12 @@ Where ch-run is installed, the conversion of the first stack's image into a Char
 timed cold (into an empty image store) and cached (the same digest again).
 
     python benchmarks/recipes_speed.py --only-conversion   # that alone
+The base image and a distribution stack, by whoever runs it: as root the base comes from debootstrap into
+root's podman storage, as any other user from mmdebstrap --mode=unshare into that user's rootless podman
+storage (and the user's build cache). Run it both ways to compare the two paths:
+
+    python benchmarks/recipes_speed.py --base-only                    # base anew, debian-mpich cold, cached
+    runuser -u alice -- .venv/bin/python benchmarks/recipes_speed.py --base-only
 """
 
 from __future__ import annotations
@@ -212,6 +218,31 @@ def source_timing(names: tuple[str, ...]) -> int:
     return status
 
 
+def base_timing(stack: str) -> int:
+    """The Debian base made anew (debootstrap as root, mmdebstrap without root), then `stack` built on it cold
+    (its image removed, and with it its own layers) and again, every layer from the cache."""
+    import os
+
+    from mpistack.images.baseimage import make_base_image
+    from mpistack.spec import catalogue
+
+    engine = _podman_usable()
+    if engine is None:
+        print("base builds: skipped (podman not usable here)")
+        return 0
+    who = "root, debootstrap" if os.geteuid() == 0 else "without root, mmdebstrap --mode=unshare"
+    engine.remove_image(catalogue.load(stack).image_ref())
+    base = make_base_image(engine, "debian:bookworm", force=True)
+    print(f"base image ({who}): {base.seconds:.0f} s", flush=True)
+    cpu, status = BuildCpu(), 0
+    for how in ("cold", "cached"):
+        result, used = _timed_build(cpu, stack)
+        print(f"build {stack} ({who.split(',')[0]}): {result.seconds:.1f} s{used} {how}"
+              + ("" if result.ok else f" FAILED (log {result.log_path})"), flush=True)
+        status |= 0 if result.ok else 1
+    return status
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-build", action="store_true", help="render timing only")
@@ -222,12 +253,16 @@ def main() -> int:
     parser.add_argument("--only-source", action="store_true", help="the source stacks' builds alone")
     parser.add_argument("--stacks", default=",".join(SOURCE_STACKS), help="the source stacks, comma-separated")
     parser.add_argument("--only-conversion", action="store_true", help="the Charliecloud conversion alone")
+    parser.add_argument("--base-only", action="store_true",
+                        help="the base image anew and debian-mpich cold and cached, by the user who runs it")
     args = parser.parse_args()
     if args.only_conversion:
         return conversion_timing(args.first)
     render_timing()
     if args.no_build:
         return 0
+    if args.base_only:
+        return base_timing("debian-mpich")
     status = 0 if args.only_source else build_timing(args.first, args.second, args.warm)
     status |= conversion_timing(args.first)
     if not args.no_source:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "mpistack"
-FOUNDATION = {"__init__", "registry", "cache", "data"}  # used by every stage
+FOUNDATION = {"__init__", "registry", "cache", "data", "system_tools"}  # used by every stage
 STAGES = ["spec", "compat", "recipes", "engines", "images", "runtime", "launchers", "approaches", "parsers",
           "store", "campaign", "ingest", "analysis", "report", "doctor", "cli", "__main__"]
 

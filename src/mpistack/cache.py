@@ -6,7 +6,10 @@ process could have guessed and planted first."""
 from __future__ import annotations
 
 import errno
+import functools
+import grp
 import os
+import pwd
 import stat
 import tempfile
 from pathlib import Path
@@ -55,10 +58,10 @@ def _read_umask() -> int:
 _UMASK = _read_umask()  # read once, at import: setting it to read it is not safe beside other threads
 
 
-def private_directory(path: Path) -> Path:
+def private_directory(path: Path, fix: str = "") -> Path:
     """``path`` as a directory only this user can enter (0700), made with its missing parents (also 0700).
-    One that is there already must be a real directory (not a link) owned by this user; otherwise
-    UnsafePath, naming it."""
+    One that is there already must be a real directory (not a link) owned by this user, under directories
+    no other user can change (`check_own`); otherwise UnsafePath, naming it and the fix."""
     missing = []
     for ancestor in (path, *path.parents):
         if os.path.lexists(ancestor):
@@ -73,18 +76,67 @@ def private_directory(path: Path) -> Path:
     if not stat.S_ISDIR(info.st_mode):
         raise UnsafePath(path, "expected a directory of mpistack's, found "
                          f"{'a symbolic link' if stat.S_ISLNK(info.st_mode) else 'something else'}")
-    if info.st_uid != os.geteuid():
-        raise UnsafePath(path, f"owned by user {info.st_uid}, not by this user ({os.geteuid()}); "
-                         "mpistack keeps its work files only in directories of its own")
-    if stat.S_IMODE(info.st_mode) != 0o700:
+    if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) != 0o700:
         os.chmod(path, 0o700)
-    # a parent that another user may write to lets them swap the directory for a link (unless sticky)
-    parent = os.stat(path.parent)
-    if (parent.st_uid not in (0, os.geteuid()) or
-            (parent.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not parent.st_mode & stat.S_ISVTX)):
-        raise UnsafePath(path.parent, f"another user may write to it, so {path.name} could be replaced; "
-                         "give mpistack a directory of its own (XDG_CACHE_HOME)")
+    return check_own(path, fix or OWN_CACHE_FIX)
+
+
+#: the fix for a cache or work directory that is not this user's own
+OWN_CACHE_FIX = "give mpistack a directory of your own: unset XDG_CACHE_HOME (~/.cache) or point it at one"
+
+
+def check_own(path: Path, fix: str) -> Path:
+    """``path`` itself when this user may trust what is there, to run it or read settings from it: it (where it
+    exists) is owned by this user and no one else may write to it, and no directory above it, followed
+    through links or not, lets another user swap it (each owned by root or this user, and writable by
+    no one else unless sticky, as /tmp is). Otherwise UnsafePath: one line naming the path, what is wrong
+    and ``fix`` (for a mode of this user's own, the chmod that fixes it)."""
+    lexical = Path(os.path.abspath(path))
+    for chain in dict.fromkeys((lexical, Path(os.path.realpath(lexical)))):
+        for part in (*reversed(chain.parents), chain):
+            try:
+                info = os.lstat(part)
+            except FileNotFoundError:
+                break  # what is missing, the caller makes, under a parent checked here
+            problem = _untrusted(info, final=part == chain)
+            if problem:
+                # a mode of one's own is one chmod away; a directory shared on purpose (sticky, as /tmp) is not
+                own_mode = info.st_uid == os.geteuid() and not info.st_mode & stat.S_ISVTX
+                raise UnsafePath(part, f"{problem}; fix: {f'chmod go-w {part}' if own_mode else fix}")
     return path
+
+
+def _untrusted(info: os.stat_result, *, final: bool) -> str | None:
+    """What lets another user change this file or directory, or what is in it; None when nothing does."""
+    owners = (os.geteuid(),) if final else (0, os.geteuid())
+    if info.st_uid not in owners:
+        return f"owned by {_user_name(info.st_uid)} (uid {info.st_uid}), not by you ({_user_name(os.geteuid())})"
+    if stat.S_ISLNK(info.st_mode):
+        return None  # a link of root's or ours: where it leads is checked as its own chain
+    others_write = bool(info.st_mode & stat.S_IWOTH) or (
+        bool(info.st_mode & stat.S_IWGRP) and not _private_group(info.st_gid))
+    sticky = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX and not final
+    if others_write and not sticky:
+        return f"writable by others (mode {stat.S_IMODE(info.st_mode):04o})"
+    return None
+
+
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"user {uid}"
+
+
+@functools.cache
+def _private_group(gid: int) -> bool:
+    """Whether group ``gid`` is this user's private group (Debian's USERGROUPS: named after the user, no other
+    member), whose write permission gives no one else anything."""
+    try:
+        group, user = grp.getgrgid(gid), pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return False
+    return gid == os.getegid() and group.gr_name == user and set(group.gr_mem) <= {user}
 
 
 def create_new_file(path: Path, mode: int = 0o644) -> int:
@@ -126,5 +178,9 @@ def _kind(mode: int) -> str:
 
 
 def cache_dir() -> Path:
+    """mpistack's cache root (not made here: a dry run makes nothing). Programs it built (mpistack-bench,
+    native virtual environments), build trees and podman's settings are run or read from here, so a root
+    another user made, or could swap, is refused (UnsafePath) rather than used; each of those is checked
+    again where it is used, as the root may be made between."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mpistack"
+    return check_own(Path(base) / "mpistack", OWN_CACHE_FIX)

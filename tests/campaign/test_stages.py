@@ -125,10 +125,18 @@ def test_a_stack_whose_image_cannot_be_had_fails_its_cases_only(tmp_path):
     messages = []
     prepare(cases, resources, say=messages.append)
     image = next(case.stack.spec.image_ref() for case in cases if case.stack.name == "pip-mpich")
-    assert resources.failed_builds == {"pip-mpich": f"image {image} unavailable: podman not found on PATH"}
+    assert resources.failed_builds == {"pip-mpich": f"image {image} not prepared: podman not found on PATH"}
     context = case_context(campaign, resources, tmp_path / "m.db")
     outcomes = [(case.stack.name, stages.run_case(context, case).status) for case in cases]
     assert outcomes == [("host-mpich", RunStatus.OK), ("pip-mpich", RunStatus.FAILED)]
+    # the answer and the doctor say why, once for the configuration: never "no known cause"
+    from mpistack.doctor import cell_findings
+    from mpistack.store.query import Where
+
+    found = cell_findings(context.database, [Where.parse("campaign=m")])
+    (cell,) = [key for key in found if key[0][1] == "pip-mpich"]
+    assert [finding["title"] for finding in found[cell]] == \
+        [f"never launched: image {image} not prepared: podman not found on PATH"]
 
 
 def test_singletons_are_a_failure(tmp_path):

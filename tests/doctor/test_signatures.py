@@ -9,6 +9,9 @@ from mpistack.doctor.signatures import SignatureError, load_bank, match
 
 # (signature id, a message as printed; the sources are in the bank beside each entry)
 MESSAGES = [
+    ("podman-ipc-host-no-mqueue", "Error: statfs /dev/mqueue: no such file or directory"),
+    ("hydra-foreign-control-bytes", "[mpiexec@vm] HYD_pmcd_pmiserv_proxy_init_cb (pm/pmiserv/pmiserv_cb.c:460): "
+                                    "cannot find proxy with ID 1651663207"),
     ("cma-permission-denied", "WARNING: Linux kernel CMA support was requested via the\n"
                               "btl_vader_single_copy_mechanism MCA variable, but CMA support is\n"
                               "not available due to restrictive ptrace settings."),

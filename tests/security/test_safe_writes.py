@@ -52,5 +52,5 @@ def test_a_work_directory_is_private_and_never_a_link_or_another_users(tmp_path)
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)  # world-writable without the sticky bit: anyone could swap what is in it
-    with pytest.raises(UnsafePath, match="another user may write to it"):
+    with pytest.raises(UnsafePath, match=r"writable by others \(mode 0777\); fix: chmod go-w"):
         private_directory(shared / "abc-3")

@@ -110,7 +110,7 @@ def full_disk(tmp_path):
         pytest.skip("mounting a tmpfs needs root")
     mount = tmp_path / "small"
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)]).returncode != 0:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(mount)]).returncode != 0:
         pytest.skip("cannot mount a tmpfs here")
 
     class Disk:

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..cache import cache_dir, write_file_atomically
+from ..system_tools import system_tool_argv0
 from ..compat import LIBFABRIC_SONAME
 from ..engines import ContainerRun, Engine, EngineError
 
@@ -95,7 +96,7 @@ def dependencies(path: str) -> tuple[tuple[str, str], ...]:
 def find_library(soname: str) -> str | None:
     """Where the dynamic loader finds ``soname`` on the host (ldconfig's cache), or None."""
     try:
-        listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
+        listing = subprocess.run([system_tool_argv0("ldconfig"), "-p"], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
     match = re.search(rf"^\s*{re.escape(soname)} \([^)]*\) => (\S+)", listing, re.MULTILINE)

@@ -75,8 +75,8 @@ def prepare(cases: list[Case], resources: Resources, say: Callable[[str], None] 
             _ensure_image(stack, resources, say, list(runtimes.values()))
         except ConversionError:
             raise
-        except (EngineError, RecipeError) as error:
-            _failed(resources.failed_builds, [stack.name], f"image {stack.spec.image_ref()} unavailable: {error}",
+        except (EngineError, RecipeError) as error:  # the error says what failed: podman, a base, a recipe
+            _failed(resources.failed_builds, [stack.name], f"image {stack.spec.image_ref()} not prepared: {error}",
                     say)
     # fabric-swap checks the image's libfabric needs before it plans: read once per image (cached by digest)
     for stack in _stacks([case for case in runnable if case.approach.name == "fabric-swap"], "image"):

@@ -58,3 +58,23 @@ def stdout_errors(stdout: str, limit: int = 5) -> str:
     TLs list is empty" to stdout, while MPICH's abort on stderr says only "No such element"."""
     lines = [line.strip()[:300] for line in stdout.splitlines() if _STDOUT_ERROR.search(line)]
     return "\n".join(lines[:limit])
+
+
+#: failures whose words do not say their likely cause, with what does: (a pattern in the whole stderr, the hint)
+_HINTS = (
+    (re.compile(r"HYD_pmcd_pmiserv_\w*_cb|cannot find proxy with ID"),
+     "this may be interference: Hydra's control port (TCP, seen in ps and ss) accepts anyone on this machine, "
+     "and bytes another user or program writes to it end the job so; if it repeats, `ss -tnp` during a run "
+     "shows who connects"),
+    (re.compile(r"statfs\W+/dev/mqueue"),
+     "the host has no /dev/mqueue for a container sharing its IPC namespace (rootless podman cannot make one): "
+     "an administrator runs `mkdir -p /dev/mqueue && mount -t mqueue mqueue /dev/mqueue`"),
+)
+
+
+def hinted(reason: str | None, stderr: str) -> str | None:
+    """`reason` followed by the hint for a failure whose own words do not say its likely cause."""
+    hints = [hint for pattern, hint in _HINTS if pattern.search(stderr)]
+    if not hints:
+        return reason
+    return "; ".join([reason, *hints] if reason else hints)

@@ -33,7 +33,7 @@ from ..spec.case import Case
 from ..spec.provenance import Provenance
 from ..spec.status import RunStatus
 from . import journal, probe
-from .reasons import first_reason, stdout_errors
+from .reasons import first_reason, hinted, stdout_errors
 from .schedule import ScheduledCase
 
 # Exit codes of podman (125: engine error, 126: cannot invoke, 127: not found) and of a launcher that
@@ -136,7 +136,7 @@ def classify(execution: Execution, parsed: Parsed, timeout: float, ranks: int | 
     if execution.exit_code != 0:
         failed_validation = any(run.status is RunStatus.VALIDATION_FAILED for run in parsed.runs)
         status = RunStatus.VALIDATION_FAILED if failed_validation else RunStatus.FAILED
-        reason = first_reason(execution.stderr)
+        reason = hinted(first_reason(execution.stderr), execution.stderr)
         said = stdout_errors(execution.stdout)
         return Outcome(status, f"exit status {execution.exit_code}" + (f": {reason}" if reason else "")
                        + (f"\n{tail}" if tail else "") + (f"\n{said}" if said else ""))
@@ -200,19 +200,25 @@ def _kept_message(message: str | None) -> str | None:
     return f"{first}\n…\n{message[-(MESSAGE_LIMIT - len(first) - 3):]}"
 
 
+#: the tag of a case that never launched: "prepare" (its image, runtime or build failed before any case ran),
+#: "refused" (its approach cannot run it here)
+NOT_LAUNCHED = "not_launched"
+
+
 def settle(context: CaseContext, case: Case) -> LaunchPlan | Outcome:
     """The case's launch plan; or, for a case that cannot launch (skipped, its image missing, refused by
     its approach), its recorded outcome."""
+    stopped = {}  # what kept it from launching, for the doctor: its cause is the message, not "unknown"
     if case.skip:
         outcome = Outcome(RunStatus.SKIPPED, case.skip)
     elif build_failure := context.resources.build_failure(case):
-        outcome = Outcome(RunStatus.FAILED, build_failure)
+        outcome, stopped = Outcome(RunStatus.FAILED, build_failure), {NOT_LAUNCHED: "prepare"}
     else:
         try:
             return plan(context.campaign, case, context.resources)
         except Refused as refused:
-            outcome = Outcome(RunStatus.SKIPPED, str(refused))
-    record(context, case, outcome, [])
+            outcome, stopped = Outcome(RunStatus.SKIPPED, str(refused)), {NOT_LAUNCHED: "refused"}
+    record(context, case, outcome, [], launcher_facts=stopped)
     return outcome
 
 

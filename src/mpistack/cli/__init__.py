@@ -6,6 +6,7 @@ the verbs from the table below and imports none of them, so it starts without SQ
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from dataclasses import dataclass
 from typing import Annotated
@@ -47,8 +48,8 @@ VERBS = (
                                     "compatibility matrix, failures."),
     Verb("doctor", "doctor:doctor", "Why a stack is slow or fails: checks of this host, an image, stored runs or a "
                                     "planned case, each with its evidence, meaning, fix and public source."),
-    Verb("base", "stack:base_command", "Make a base image without a registry: debootstrap from this host's Debian "
-                                       "mirror, then import."),
+    Verb("base", "stack:base_command", "Make a base image without a registry: debootstrap (mmdebstrap without "
+                                       "root) from this host's Debian mirror, then import."),
     Verb("db", "db:db_app", "Inspect or migrate the results store."),
     Verb("stack", "stack:stack_app", "Stack recipes: list, show, render, check, build and run MPI container images."),
 )
@@ -159,8 +160,34 @@ def main_options(
     GlobalOptions.db = db
 
 
+def _warn_of_a_password_on_the_command_line(argv: list[str]) -> None:
+    """A store URL's password given with --db is in the command line, which every user of the machine can
+    read (`ps`, /proc/PID/cmdline): say so once, and where it belongs."""
+    from ..store.address import QUERY_PASSWORD
+
+    values = [argv[index + 1] for index, word in enumerate(argv[:-1]) if word == "--db"]
+    values += [word.removeprefix("--db=") for word in argv if word.startswith("--db=")]
+    if any(re.search(r"://[^/@:]*:[^/@]+@", value) or QUERY_PASSWORD.search(value) for value in values):
+        from .common import err
+
+        err.print("[yellow]warning:[/yellow] the --db password is visible to every user of this machine "
+                  "(ps); give the URL in MPISTACK_DB, or the password in ~/.pgpass (PGPASSFILE)",
+                  highlight=False, soft_wrap=True)
+
+
 def main() -> None:
-    app()
+    from ..cache import UnsafePath
+
+    _warn_of_a_password_on_the_command_line(sys.argv[1:])
+    try:
+        app()
+    except UnsafePath as error:  # a directory or file mpistack will not trust: one line with the fix
+        from rich.markup import escape
+
+        from .common import err
+
+        err.print(f"[red]error:[/red] refused {escape(str(error))}", highlight=False, soft_wrap=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -451,12 +451,14 @@ def base_command(
     mirror: Annotated[Optional[str], typer.Option("--mirror", help="Debian mirror (default: this host's apt mirror)")] = None,
     engine: EngineOpt = "podman",
 ) -> None:
-    """Make a base image without a registry: debootstrap from this host's Debian mirror, then import."""
+    """Make a base image without a registry: debootstrap (or, without root, mmdebstrap) from this host's Debian
+    mirror, then import."""
     from ..engines import EngineError, get_engine
     from ..images.baseimage import make_base_image
 
     try:
-        with err.status(f"making base image {name} (debootstrap) ...", spinner="dots"):
+        with err.status(f"making base image {name} ({'debootstrap' if os.geteuid() == 0 else 'mmdebstrap'}) ...",
+                        spinner="dots"):
             result = make_base_image(get_engine(engine), name, force=force, mirror=mirror)
     except EngineError as error:
         err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)

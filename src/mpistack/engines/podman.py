@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..cache import cache_dir, write_file_atomically
+from ..cache import OWN_CACHE_FIX, cache_dir, check_own, write_file_atomically
 from ..registry import ENGINES
 from .base import Engine
 from .containment import Job
@@ -36,7 +36,7 @@ def containers_conf_path() -> Path:
 
 def ensure_containers_conf() -> Path:
     """Write mpistack's containers.conf when it is missing or out of date (not when overridden)."""
-    path = containers_conf_path()
+    path = check_own(containers_conf_path(), OWN_CACHE_FIX)  # podman's settings: this user's alone
     if os.environ.get("MPISTACK_PODMAN_CONF"):
         return path
     if not path.exists() or path.read_text() != CONTAINERS_CONF:

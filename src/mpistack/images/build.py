@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .. import compat
-from ..cache import cache_dir
+from ..cache import OWN_CACHE_FIX, cache_dir, check_own
 from ..spec import catalogue
 from ..engines import BuildResult, get_engine
 from .baseimage import make_base_image
@@ -30,7 +30,7 @@ def build_stack(stack: str | Stack, engine_name: str = "podman", *, log: Path | 
     engine = get_engine(engine_name)
     if spec.base.make and make_base and not engine.image_exists(spec.base.image):
         make_base_image(engine, spec.base.make)
-    context = cache_dir() / "build" / spec.name
+    context = check_own(cache_dir() / "build" / spec.name, OWN_CACHE_FIX)  # its files become the image
     # pip's index credentials, if any: a build secret in a private file outside the context, removed afterwards
     with build_secrets(spec, context) as secrets:
         if secrets:

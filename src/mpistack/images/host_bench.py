@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from ..cache import cache_dir
+from ..cache import OWN_CACHE_FIX, cache_dir, check_own
 from ..recipes.render import bench_source_dir
 from ..spec.mpi_family import FAMILIES
 
@@ -29,4 +29,4 @@ def build_bench(mpicc: str, build: Path) -> Path:
     with the compiler's output when it fails."""
     subprocess.run(["make", "-s", "-C", str(bench_source_dir()), f"MPICC={mpicc}", f"BUILD={build}"],
                    check=True, capture_output=True, text=True)
-    return build / "mpistack-bench"
+    return check_own(build / "mpistack-bench", OWN_CACHE_FIX)  # it runs as this user: no one else's

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cache import cache_dir
+from ..cache import OWN_CACHE_FIX, cache_dir, check_own
 from ..spec.pins import pinned_wheel
 from ..spec.stack import Stack
 from .host_bench import build_bench
@@ -63,6 +63,7 @@ def build_native(stack: Stack) -> NativeBuild:
     if not wheel_installed(stack):
         _install_wheel(stack)
     paths = native_build_paths(stack)
+    check_own(paths.mpiexec, OWN_CACHE_FIX)  # the launcher and the wheel's MPI run as this user
     build_bench(str(paths.mpiexec.with_name("mpicc")), paths.bench.parent)
     return paths
 

@@ -29,6 +29,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
 
 from .benchmarks import BENCHMARK_NAMES
 from .provenance import Provenance
+from .stack import check_text
 from .toml_files import load_model, read_text
 
 #: the variant of a campaign's plain cases
@@ -37,6 +38,11 @@ DEFAULT_VARIANT = "default"
 CASE_RECORDED_FIELDS = frozenset({"stack", "approach", "launcher", "ranks", "nodes", "buffers"})
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$", max_length=100)]
+#: an environment value: one line (a new line in it would print as a forged line of `mpistack show`)
+EnvValue = Annotated[str, AfterValidator(lambda value: check_text(value, 4096))]
+#: a benchmark's arguments (never given to a shell, so a script for `sh -c` may span lines): as many as a
+#: command line needs, not a file's worth
+Options = Annotated[list[Annotated[str, Field(max_length=65536)]], Field(max_length=256)]
 #: the doctor's finding ids (a rule's, or a known message's in data/doctor/signatures.toml)
 FindingId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=100)]
 FindingIds = FindingId | Annotated[list[FindingId], Field(min_length=1)]
@@ -78,7 +84,7 @@ class ApproachEntry(_Model):
 
 class BenchmarkEntry(_Model):
     name: Name
-    options: list[str] = Field(default_factory=list)
+    options: Options = Field(default_factory=list)
     #: another program instead of mpistack-bench (a real OSU binary, or a test program); its OSU text
     #: output is parsed
     program: str | None = None
@@ -119,7 +125,7 @@ class VariantEntry(_Model):
     """
 
     name: Name
-    env: dict[str, Annotated[str, Field(max_length=4096)]] = Field(default_factory=dict)
+    env: dict[str, EnvValue] = Field(default_factory=dict, max_length=256)
     stacks: list[str] = Field(default_factory=lambda: ["*"])
     approaches: list[str] | None = Field(None, description="shell patterns; default: every approach but native")
     #: the variant whose native runs this one is compared with
@@ -314,7 +320,7 @@ class Campaign(_Model):
     order: Literal["random", "matrix"] = "random"
     buffers: list[Annotated[str, Field(pattern=r"^[HDM]-[HDM]$")]] = Field(default_factory=lambda: ["H-H"])
     #: options given to every mpistack-bench invocation, before each benchmark's own
-    benchmark_options: list[str] = Field(default_factory=list)
+    benchmark_options: Options = Field(default_factory=list)
     tags: Annotated[dict[str, str], AfterValidator(_checked_tags)] = Field(default_factory=dict)
     stacks: list[StackEntry] = Field(alias="stack", min_length=1)
     approaches: list[ApproachEntry] = Field(min_length=1)

@@ -15,6 +15,11 @@ from pydantic import BaseModel, ValidationError
 
 Model = TypeVar("Model", bound=BaseModel)
 
+#: the largest stack or campaign file read: far beyond any real one, and a bound on what parsing it costs
+MAX_FILE_BYTES = 1 << 20
+#: problems listed of one file: the first ones say what is wrong, a thousand more only cost memory
+MAX_PROBLEMS = 20
+
 
 def user_config_file(name: str) -> Path:
     """``name`` in the user's mpistack configuration directory: $XDG_CONFIG_HOME/mpistack, else
@@ -69,7 +74,8 @@ def describe_errors(where: str, error: ValidationError, prefix: str = "", text: 
     """One line per problem: 'file.toml: mpi.impl: expected 'mpich' or 'openmpi' (got 'mvapich')'. With the
     file's text and model, an unknown field also gets its line and the field it most likely meant."""
     lines = []
-    for item in error.errors():
+    problems = error.errors()
+    for item in problems[:MAX_PROBLEMS]:
         location = prefix + ".".join(str(part) for part in item["loc"]) or "(top level)"
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
@@ -87,6 +93,8 @@ def describe_errors(where: str, error: ValidationError, prefix: str = "", text: 
             shown = repr(item["input"])
             message += f" (got {shown if len(shown) <= 120 else shown[:100] + '...'})"
         lines.append(f"{where}: {location}: {message}")
+    if len(problems) > MAX_PROBLEMS:
+        lines.append(f"{where}: ... and {len(problems) - MAX_PROBLEMS} more problems")
     return "\n".join(lines)
 
 
@@ -103,6 +111,13 @@ def load_model(model: type[Model], text: str, where: str, error: type[Exception]
 
 def read_text(path: str | Path, error: type[Exception]) -> str:
     try:
-        return Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as problem:
         raise error(f"{path}: cannot read: {problem.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise error(f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB: not a stack or campaign file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as problem:
+        raise error(f"{path}: not UTF-8 text (byte {problem.start})") from None

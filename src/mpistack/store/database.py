@@ -9,12 +9,14 @@ from __future__ import annotations
 import re
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable, Iterator, Sequence, TypeVar
 from urllib.parse import quote, unquote
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url, text
 from sqlalchemy.exc import ArgumentError, InterfaceError, OperationalError
 
+from ..cache import UnsafePath, check_own
 from .address import DEFAULT_DB, QUERY_PASSWORD, resolve_url, sqlite_file_url
 from .errors import StoreError, StoreUnavailable
 from .revision import SCHEMA_REVISION
@@ -155,6 +157,21 @@ def upgrade(engine: Engine) -> None:
         command.upgrade(_alembic_config(connection), "head")
 
 
+#: the fix for a SQLite store another user could change
+OWN_STORE_FIX = ("keep the store in a directory of your own (--db DIR/mpistack.db), or share results through "
+                 "PostgreSQL")
+
+
+def _check_own_sqlite_file(path: Path) -> None:
+    """A SQLite store this user writes must be theirs: another user who can write the file, or its directory
+    (where SQLite finds a journal of the file's name and replays it on open), could forge results."""
+    try:
+        check_own(path, OWN_STORE_FIX)
+        check_own(path.resolve().parent, OWN_STORE_FIX)
+    except UnsafePath as error:
+        raise StoreError(f"results store {error}") from None
+
+
 def open_database(db: str | None = None, migrate: bool = True) -> Engine:
     url = resolve_url(db)
     expected = ("a SQLite path, sqlite:///PATH or postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE with a numeric "
@@ -168,6 +185,8 @@ def open_database(db: str | None = None, migrate: bool = True) -> Engine:
         # SQLite's in-memory database would take the results and lose them when the command ends
         raise StoreError(f"cannot open results store {display_url(db)!r}: it names no file (an in-memory database "
                          f"keeps nothing); expected {expected}")
+    if sqlite_file_url(parsed):
+        _check_own_sqlite_file(Path(parsed.database))
     try:
         if url.startswith("sqlite"):
             # named parameters: the writer hands rows as dicts straight to sqlite3's executemany

@@ -1,0 +1,20 @@
+"""A failure whose own words do not say its likely cause gets the cause in its reason."""
+
+from __future__ import annotations
+
+from mpistack.campaign.stages import Parsed, classify
+from tests.helpers import execution
+
+# what rootless podman 4.3 says of `run --ipc host` on a host without /dev/mqueue (Debian 12, by hand)
+MQUEUE = "Error: statfs /dev/mqueue: no such file or directory\n"
+
+
+def test_a_rootless_hybrid_without_dev_mqueue_says_what_the_administrator_mounts():
+    outcome = classify(execution(exit_code=126, stderr=MQUEUE), Parsed(runs=[]), 60)
+    assert "the host has no /dev/mqueue for a container sharing its IPC namespace" in outcome.message
+    assert "mount -t mqueue mqueue /dev/mqueue" in outcome.message.splitlines()[0]
+
+
+def test_a_plain_failure_gets_no_hint():
+    outcome = classify(execution(exit_code=1, stderr="Abort(1) on node 0\n"), Parsed(runs=[]), 60)
+    assert outcome.message.splitlines()[0] == "exit status 1: Abort(1) on node 0"
