@@ -23,6 +23,7 @@ Where ch-run is installed, the conversion of the first stack's image into a Char
 timed cold (into an empty image store) and cached (the same digest again).
 
     python benchmarks/recipes_speed.py --only-conversion   # that alone
+
 The base image and a distribution stack, by whoever runs it: as root the base comes from debootstrap into
 root's podman storage, as any other user from mmdebstrap --mode=unshare into that user's rootless podman
 storage (and the user's build cache). Run it both ways to compare the two paths:
