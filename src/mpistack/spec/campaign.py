@@ -15,6 +15,7 @@ Errors name the file, the field and what was expected.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import re
 from pathlib import Path
@@ -291,7 +292,21 @@ class Campaign(_Model):
             if variant.baseline not in known:
                 raise ValueError(f"variant {variant.name}: baseline {variant.baseline!r} is not a variant "
                                  f"(expected one of {', '.join(sorted(known))})")
+            _selects_something(variant.name, "stacks", variant.stacks, [stack.name for stack in self.stacks])
+            _selects_something(variant.name, "approaches", variant.approaches or [],
+                               [approach.name for approach in self.approaches])
         return self
+
+
+def _selects_something(variant: str, field: str, patterns: list[str], names: list[str]) -> None:
+    """A variant's pattern that matches none of the campaign's names is a typo (``debian-mpch``), which would
+    otherwise select nothing silently: an error naming the closest name."""
+    for pattern in patterns:
+        if not any(fnmatch.fnmatchcase(name, pattern) for name in names):
+            close = difflib.get_close_matches(pattern, names, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else f"expected one of {', '.join(names)}"
+            raise ValueError(f"variant {variant}: {field} {pattern!r} matches none of the campaign's {field} "
+                             f"({hint})")
 
 
 def load_campaign_text(text: str, path: str = "<campaign>") -> Campaign:
