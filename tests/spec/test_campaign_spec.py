@@ -141,5 +141,5 @@ def test_a_variant_naming_an_unknown_stack_or_approach_is_a_typo_with_a_suggesti
     with pytest.raises(CampaignError) as raised:
         load_campaign_text(text, "typo.toml")
     message = str(raised.value)
-    assert "typo.toml" in message and f"variant v: {field} '{typo}'" in message and f"did you mean '{meant}'" in message
+    assert "typo.toml" in message and f"variant v: {field} '{typo}' match" in message and f"did you mean '{meant}'" in message
     load_campaign_text(text.replace(typo, meant.replace("mpich", "mp*")), "pattern.toml")  # a pattern that matches

@@ -86,7 +86,10 @@ class SlowRange:
     def describe(self) -> str:
         where = f"{format_sizes(self.sizes)} ({REGIME_TEXT[self.regime]})"
         if math.isfinite(self.ratio):
-            text = f"{where}: {self.ratio:.2f}× (CI {self.ci_low:.2f}–{self.ci_high:.2f})"
+            # a single published figure per size has no interval: its ratio stands alone
+            interval = (f" (CI {self.ci_low:.2f}–{self.ci_high:.2f})" if math.isfinite(self.ci_low)
+                        and math.isfinite(self.ci_high) else " (single figures: no interval)")
+            text = f"{where}: {self.ratio:.2f}×{interval}"
             return text + (f", worst {self.worst_ratio:.2f}× at {format_size(self.worst_size)}"
                            if len(self.sizes) > 1 else "")
         return f"{where}: {self.worst_ratio:.2g}× worst at {format_size(self.worst_size)}"
