@@ -71,7 +71,8 @@ def campaign_report(store, campaign_id: int, name: str | None, settings=None, fi
     result = collect(store, [Where("campaign", "=", campaign_id), *(filters or [])], settings, title=title,
                      campaign={"id": campaign_id, "name": name}, filter_text=filter_text)
     if diagnosed:
-        check = find_regressions(store, campaign_id, settings)
+        # the report's own rows are the campaign's only when no further filter narrowed them
+        check = find_regressions(store, campaign_id, settings, rows=None if filters else result.rows)
         result.regressions, result.regression_summary = check.regressions, check.summary()
         result.findings = doctor_findings(store, [Where("campaign", "=", campaign_id), *(filters or [])], settings,
                                           result)
@@ -184,6 +185,9 @@ def report(
             fail(f"{db_name(db)} has no campaign: name one, or choose runs with --where")
     recorded = (campaign_spec(store, campaign_id) or {}).get("analysis") if campaign_id is not None else None
     settings = settings_from(floor, floor_us, small_below, large_from, recorded)
+    if choice is not None and campaign_id is not None and _print_chosen_row(
+            store, campaign_id, campaign_name(store, campaign_id), choice, settings, filters):
+        return
     try:
         if campaign_id is not None:
             result = campaign_report(store, campaign_id, campaign_name(store, campaign_id), settings, filters,
@@ -217,6 +221,7 @@ def report(
         from ..report.matrix_text import print_answer
 
         print_answer(result, out, hint)
+    out.file.flush()  # the answer first, even piped: the files (plots above all) take longer
     formats = [output_format.value] if output_format else list(FORMATS)
     try:
         paths = write_report(result, out_dir or default_report_dir(db), formats)
@@ -235,6 +240,25 @@ def _row_choice(text: str | None):
         return RowChoice.parse(text)
     except RowNotFound as error:
         fail(str(error))
+
+
+def _print_chosen_row(store, campaign_id: int, name: str | None, choice, settings, filters) -> bool:
+    """One row's table from the campaign's runs of that stack and benchmark alone (with the native rows they are
+    compared with): a fraction of the campaign to read and compare. False where the row is not among them: the
+    caller reads the whole campaign to list the rows there are."""
+    from ..report.data import collect
+    from ..report.row_detail import RowNotFound, print_row
+    from ..store.query import Where
+
+    narrowed = [Where("campaign", "=", campaign_id), *filters, Where("stack", "=", choice.stack),
+                Where("benchmark", "=", choice.benchmark)]
+    title = f"{name} (campaign #{campaign_id})" if name else f"campaign #{campaign_id}"
+    result = collect(store, narrowed, settings, title=title, campaign={"id": campaign_id, "name": name})
+    try:
+        print_row(result, choice, out)
+    except RowNotFound:
+        return False
+    return True
 
 
 def _print_row(result, choice) -> None:

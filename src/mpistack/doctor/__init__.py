@@ -31,7 +31,8 @@ def examine_runs(engine, filters, settings=None, analysed=None) -> tuple[list[Fi
     from .evidence import load
 
     runs, performance = load(engine, filters, settings or Settings(), analysed)
-    found = [finding for run in runs for finding in diagnose("runs", run)]
+    rules = rules_of("runs")  # once, not once per run: a campaign has thousands
+    found = [finding for run in runs for entry in rules for finding in entry.function(run)]
     return said_once(found + diagnose("performance", performance)), configuration_transports(runs)
 
 
