@@ -114,7 +114,9 @@ def test_a_recorded_eager_limit_moves_the_switch(tmp_path):
     )
     [found] = findings(engine, campaign, "loss-above-eager")
     assert found.evidence["eager_limit"] == 512 and found.evidence["slow_from"] == "1 KiB"
-    assert found.title == "slower only above the eager limit (512 B): single-copy missing?"
+    # the benchmark named, and the recorded "none" stated without a question mark
+    assert found.title == "latency slower only above the eager limit (512 B): no single copy (recorded: none)"
+    assert "expected to restore latency from 1 KiB on" in found.fix
 
 
 def test_a_loss_above_the_eager_limit_with_single_copy_recorded_is_not_blamed_on_its_absence(tmp_path):
@@ -129,6 +131,44 @@ def test_a_loss_above_the_eager_limit_with_single_copy_recorded_is_not_blamed_on
                   mpi_library_version=HOST, transport=recorded),
     )
     assert not findings(engine, campaign, "loss-above-eager")
+
+
+def test_a_refused_single_copy_recorded_by_the_run_is_the_confirmed_cause_with_its_fix(tmp_path):
+    """The launches' own messages say CMA was refused: the cause is stated as recorded, a problem, with the fix
+    and what it should restore."""
+    engine = open_database(str(tmp_path / "r.db"))
+    tags, facts = SYSTEM
+    campaign = store_runs(
+        engine,
+        *launches("bw", {size: 1000.0 + size / 100 for size in SIZES}, tags, **facts),
+        *[(run, facts_, tags_, None, "mca_btl_vader: CMA support is not available due to restrictive ptrace "
+           "settings") for run, facts_, tags_, _, _ in launches(
+            "bw", {size: (1000.0 + size / 100) / (2.0 if size >= 16384 else 1.0) for size in SIZES},
+            {"mpi": "mpich"}, stack="debian-mpich", approach="container", mpi_library_version=HOST)],
+    )
+    [found] = findings(engine, campaign, "loss-above-eager")
+    assert found.verdict == "problem" and "?" not in found.title
+    assert found.title.startswith("bw slower from ")
+    assert found.title.endswith("KiB: single copy refused (recorded: cma-permission-denied)")
+    assert "--cap-add SYS_PTRACE" in found.fix and "expected to restore bw from " in found.fix
+
+
+def test_a_loss_three_times_the_a_a_controls_widest_deviation_is_judged(tmp_path):
+    """A control that is not Y, but drifts by about 12 %, does not hide a loss of 3×: the loss is judged."""
+    engine = open_database(str(tmp_path / "r.db"))
+    tags, facts = SYSTEM
+    recorded = {"mpi": "mpich", "layer": "ucx", "network": "shm", "single_copy": "none"}
+    control = {**tags, "variant": "a-a", "variant_baseline": "default", "control": "true"}
+    drifting = {size: value * (1.12 if size >= 1024 else 1.0) for size, value in latency(0.25).items()}
+    campaign = store_runs(
+        engine,
+        *launches("latency", latency(0.25), tags, **facts),
+        *launches("latency", drifting, control, **facts),
+        *launches("latency", latency(0.25, 3.0), {"mpi": "mpich"}, stack="debian-mpich", approach="container",
+                  mpi_library_version=HOST, transport=recorded),
+    )
+    [found] = findings(engine, campaign, "loss-above-eager")
+    assert found.verdict == "warning" and "not judged" not in found.title
 
 
 def test_a_loss_above_the_eager_limit_on_a_machine_its_a_a_control_calls_noisy_is_not_judged(tmp_path):
