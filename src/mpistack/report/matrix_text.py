@@ -267,12 +267,23 @@ def _rstrip(line: Text) -> Text:
 # -- under the matrix ---------------------------------------------------------------------------------------
 
 
-def _cause(report: Report, row: StackRow, column: Column, labels: tuple[str, str]) -> str:
-    found = report.findings.get((row.key, (column.approach, column.variant)), [])
+#: what the doctor's rules look at in a campaign's rows, said where none of them found a cause
+CHECKED = "transport path, TCP bounds, single copy, eager limit, binding, the stack natively"
+
+
+def _cause(report: Report, row: StackRow, column: Column, width: int) -> list[Text]:
+    """The cause of a cell's loss, as the doctor found it: its first cause (the one seen in the benchmarks where the
+    cell loses) with those benchmarks, and its fix on the next line; or that none is known and what was checked."""
+    found = report.findings_of(row, column)
     if not found:
-        return "doctor: no known cause (mpistack doctor --campaign lists what it checked)"
-    first = found[0]  # the doctor says the most specific cause first
-    return f"doctor: {first['title']}"
+        return [Text(clip(f"  doctor: no known cause (checked: {CHECKED})", width), style="dim")]
+    first = found[0]
+    named = first.get("benchmarks") or []
+    lines = [Text(clip(f"  doctor{' (' + ', '.join(named) + ')' if named else ''}: {first['title']}", width),
+                  style="dim")]
+    if first.get("fix"):
+        lines.append(Text(clip(f"  fix: {first['fix']}", width), style="dim"))
+    return lines
 
 
 def _benchmark_order(answer_: Answer) -> tuple:
@@ -345,8 +356,7 @@ def cell_lines(report: Report, width: int = 80, faster_in_full: bool = True) -> 
                     head.append(cell.text, style=STYLES.get(cell.system, ""))
                     head.append(f" faster: {faster}")
                     lines.append(_clip_text(head, width))
-                    lines.append(Text(clip("  " + _cause(report, row, column, (cell.system, cell.same)), width),
-                                      style="dim"))
+                    lines += _cause(report, row, column, width)
                     continue
             if not bad:
                 not_run = all(report.rows[a.key].launches == 0 and report.rows[a.key].skipped
@@ -365,7 +375,7 @@ def cell_lines(report: Report, width: int = 80, faster_in_full: bool = True) -> 
             head.append(cell.text, style=STYLES.get(label, ""))
             head.append(f": {where}")
             lines.append(_clip_text(head, width))
-            lines.append(Text(clip("  " + _cause(report, row, column, (cell.system, cell.same)), width), style="dim"))
+            lines += _cause(report, row, column, width)
     if faster_cells:
         lines.append(Text(clip(f"faster, the doctor says why in the report: {', '.join(faster_cells)}", width)))
     if unsettled:
