@@ -188,3 +188,16 @@ def test_a_whole_store_gets_the_counts_per_class_not_hundreds_of_rows(default_li
     counted = next(line for line in lines if line.startswith("5 stacks, 13 cells against the system MPI: "))
     assert counted.endswith("Y 8, (Y) 4, N 0, ? 1 (in the report)")
     assert not any(line.startswith("─") for line in lines)
+
+
+def test_a_regime_summary_names_its_worst_size_where_the_estimate_understates_it():
+    """"small 0.87×" alone hides sizes at 0.74×: the worst is named beside the regime's estimate."""
+    from mpistack.analysis.answers import slow_summary
+    from mpistack.analysis.classes import SlowRange
+
+    spread = SlowRange("small", [1, 2, 4, 8, 16], worst_ratio=0.74, worst_size=1, ratio=0.87, ci_low=0.85,
+                       ci_high=0.89)
+    assert slow_summary(spread) == "small 0.87×, worst 0.74× at 1 B"
+    assert slow_summary(spread, sizes=True) == "small 1 B–16 B 0.87×, worst 0.74× at 1 B"
+    even = SlowRange("mid", [8192, 16384], worst_ratio=0.86, worst_size=8192, ratio=0.87, ci_low=0.85, ci_high=0.89)
+    assert slow_summary(even) == "mid 0.87×"  # the worst size adds nothing where it is the regime's figure

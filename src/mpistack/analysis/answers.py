@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..spec.campaign import AnalysisEntry
-from .classes import RowClass, SizeRanges, classify, failed_class, format_sizes, untested_class
+from .classes import RowClass, SizeRanges, classify, failed_class, format_size, format_sizes, untested_class
 from .bulk import collector_paused
 from .evidence import Row, RowKey, pair_launches
 from .statistics import DEFAULT_FLOOR, MIN_PAIRS, PracticalFloor, SizeComparison, compare_many
@@ -352,10 +352,25 @@ def control_summary(answers: Sequence[Answer]) -> list[str]:
     return lines
 
 
+#: a regime's worst size is named beside its estimate when it is this much further from parity: the regime's
+#: geometric mean alone understates a loss concentrated at a few sizes
+WORST_APART = 0.03
+
+
+def slow_summary(slow, sizes: bool = False) -> str:
+    """One slow regime in a few words: its estimate, and its worst size where that is clearly worse ("small
+    0.87×, worst 0.74× at 1 B"); with ``sizes``, the regime's slow sizes too."""
+    where = f"{slow.regime} {format_sizes(slow.sizes)}" if sizes else slow.regime
+    if not math.isfinite(slow.ratio):
+        return f"{where} {slow.worst_ratio:.2f}× at worst"
+    worst = (f", worst {slow.worst_ratio:.2f}× at {format_size(slow.worst_size)}"
+             if len(slow.sizes) > 1 and slow.worst_ratio < slow.ratio - WORST_APART else "")
+    return f"{where} {slow.ratio:.2f}×{worst}"
+
+
 def where_slow(answer_: Answer) -> str:
-    """A short 'where' for tables: the slow ranges with their worst ratio, or the class's reason."""
-    if answer_.row_class.slow:  # the regime's estimate first: the worst size alone overstates the loss
-        return "; ".join(f"{r.regime} {format_sizes(r.sizes)} "
-                         + (f"{r.ratio:.2f}×" if math.isfinite(r.ratio) else f"{r.worst_ratio:.2g}×")
-                         for r in answer_.row_class.slow)
+    """A short 'where' for tables: the slow ranges with their estimate and, where clearly worse, their worst size;
+    or the class's reason."""
+    if answer_.row_class.slow:  # the regime's estimate first, and the worst size beside it: neither alone
+        return "; ".join(slow_summary(r, sizes=True) for r in answer_.row_class.slow)
     return answer_.row_class.reason

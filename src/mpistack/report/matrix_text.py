@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.text import Text
 
-from ..analysis.answers import SAME_STACK, SYSTEM, Answer, where_slow
+from ..analysis.answers import SAME_STACK, SYSTEM, Answer, slow_summary, where_slow
 from ..analysis.characterise import Characterisation
 from ..analysis.classes import format_size
 from ..analysis.matrix import Column, StackRow, placement_text
@@ -294,11 +294,8 @@ def _benchmark_order(answer_: Answer) -> tuple:
 def _slow_text(answer_: Answer) -> str:
     """Where a (Y) row is slower, compactly: each slow regime with its estimate ("small 0.58× mid 0.91×"); the
     sizes are in --rows and the files."""
-    parts = []
-    for slow in answer_.row_class.slow:
-        ratio = slow.ratio if math.isfinite(slow.ratio) else slow.worst_ratio
-        parts.append(f"{slow.regime} {ratio:.2f}×")
-    return " ".join(dict.fromkeys(parts)) or where_slow(answer_)
+    parts = [slow_summary(slow) for slow in answer_.row_class.slow]
+    return ", ".join(dict.fromkeys(parts)) or where_slow(answer_)
 
 
 def _faster_text(answers: list[Answer]) -> str:
