@@ -201,3 +201,29 @@ def test_a_regime_summary_names_its_worst_size_where_the_estimate_understates_it
     assert slow_summary(spread, sizes=True) == "small 1 B–16 B 0.87×, worst 0.74× at 1 B"
     even = SlowRange("mid", [8192, 16384], worst_ratio=0.86, worst_size=8192, ratio=0.87, ci_low=0.85, ci_high=0.89)
     assert slow_summary(even) == "mid 0.87×"  # the worst size adds nothing where it is the regime's figure
+
+
+def test_a_cell_open_in_one_benchmark_still_shows_what_was_decided(default_like):
+    """One open benchmark does not erase a decided one: a cell whose latency is Y and whose bw is open reads Y~
+    (no loss shown), and the line under the matrix says which part is at native speed."""
+    import dataclasses
+
+    from mpistack.analysis.classes import untested_class
+    from mpistack.report.data import build_report
+
+    report = _report(default_like)
+    answers = [dataclasses.replace(a, row_class=untested_class("the interval spans the band"))
+               if (a.key.stack, a.key.approach, a.key.benchmark) == ("debian-mpich", "container", "bw") else a
+               for a in report.answers]
+    opened = build_report(report.rows, answers, report.settings, title=report.title, campaign=report.campaign,
+                          filters=[], provenance=report.provenance)
+    rows, columns, cells = matrix_cells(opened)
+    text = {(row.stack, column.label): cell.text for (key, column), cell in cells.items()
+            for row in rows if row.key == key}
+    assert text[("debian-mpich", "container")] == "Y~·Y~"
+    assert text[("debian-mpich", "hybrid")] == "Y·Y"  # decided everywhere: plain Y
+    lines = [line.plain for line in answer_lines(opened, 80)]
+    no_loss = next(index for index, line in enumerate(lines) if line.startswith("Y~ no loss shown; at native"))
+    assert "speed: latency, bw" in lines[no_loss] and "debian-mpich container" in " ".join(" ".join(lines[no_loss:no_loss + 2]).split())
+    assert any(line.startswith("Y~ no loss shown: at native speed where decided") for line in lines)  # legend
+    assert max(map(len, lines)) <= 80
