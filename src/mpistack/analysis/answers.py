@@ -368,6 +368,82 @@ def slow_summary(slow, sizes: bool = False) -> str:
     return f"{where} {slow.ratio:.2f}×{worst}"
 
 
+@dataclass(frozen=True)
+class Resolution:
+    """What the A/A control says one benchmark's regime can resolve on this run: its interval around parity, and
+    whether that lies within the parity band (a loss as small as the floor would show)."""
+
+    benchmark: str
+    regime: str
+    low: float
+    high: float
+    within_floor: bool
+    pairs: int
+
+    @property
+    def span(self) -> str:
+        """"±3 %" where the interval is about symmetric, else "−10…+20 %"."""
+        down, up = round((1 - self.low) * 100), round((self.high - 1) * 100)
+        return f"±{max(down, up)} %" if abs(down - up) <= 2 else f"−{down}…+{up} %"
+
+
+def control_resolution(answers: Sequence[Answer]) -> list[Resolution]:
+    """Per benchmark and regime of the A/A control (against the system MPI), its interval: how far apart two
+    identical configurations could look on this run."""
+    found = []
+    for a in answers:
+        if not a.control or a.baseline != SYSTEM:
+            continue
+        for name, c in a.regimes.items():
+            if math.isfinite(c.ci_low) and math.isfinite(c.ci_high):
+                found.append(Resolution(a.key.benchmark, name, c.ci_low, c.ci_high,
+                                        c.floor_low <= c.ci_low and c.ci_high <= c.floor_high, c.n_pairs))
+    return found
+
+
+def control_advice(resolution: Sequence[Resolution]) -> str:
+    """One action from the control: none where every regime resolves the floor; more launches where the
+    control's comparisons were not yet paired over enough rounds (its interval is the launch count's); else a
+    quieter machine (the interval is the machine's noise, which more launches only average)."""
+    if all(r.within_floor for r in resolution):
+        return ""
+    if min(r.pairs for r in resolution if not r.within_floor) < MIN_PAIRS:
+        return "more launches (repeats >= 10 pairs each candidate with its block's baseline)"
+    return "a quieter machine (more launches only average its noise)"
+
+
+def control_reading(answers: Sequence[Answer], floor: float) -> str | None:
+    """The A/A control interpreted: per benchmark and regime, whether this run resolves the practical floor (and
+    how far identical runs drifted where it does not), which answers that limits, and one action; None without
+    a control interval."""
+    resolution = control_resolution(answers)
+    if not resolution:
+        return None
+    by_benchmark: dict[str, list] = {}
+    for r in resolution:
+        by_benchmark.setdefault(r.benchmark, []).append(r)
+    resolved, unresolved = [], []
+    for benchmark, regimes in by_benchmark.items():
+        good = [r for r in regimes if r.within_floor]
+        if len(good) == len(regimes):
+            resolved.append(f"{benchmark} {_widest(good)}")
+        else:
+            if good:
+                resolved.append(f"{benchmark} {' '.join(r.regime for r in good)} {_widest(good)}")
+            bad = [r for r in regimes if not r.within_floor]
+            unresolved.append(f"{benchmark} {' '.join(r.regime for r in bad)} {_widest(bad)}")
+    text = f"A/A: this run resolves a {floor:.0%} loss in " + (", ".join(resolved) if resolved else "nothing")
+    if unresolved:
+        text += (f"; not in {', '.join(unresolved)}: a ? there is this machine's noise, and a loss there must "
+                 f"exceed that drift; action: {control_advice(resolution)}")
+    return text
+
+
+def _widest(regimes) -> str:
+    """The widest drift of identical runs over some regimes, as the A/A measured it."""
+    return max(regimes, key=lambda r: max(1 - r.low, r.high - 1)).span
+
+
 def where_slow(answer_: Answer) -> str:
     """A short 'where' for tables: the slow ranges with their estimate and, where clearly worse, their worst size;
     or the class's reason."""

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy import Engine
 
-from ..analysis.answers import SAME_STACK, SYSTEM, Answer, Settings, answer, control_summary
+from ..analysis.answers import SAME_STACK, SYSTEM, Answer, Settings, answer, control_reading, control_summary
 from ..analysis.bounds import MachineBounds, load_bounds
 from ..analysis.bulk import collector_paused
 from ..analysis.characterise import Characterisation, characterise, uncompared_rows
@@ -220,8 +220,9 @@ class Report:
 
     @cached_property
     def control_lines(self) -> list[str]:
-        """The machine's A/A result, stated before every other answer."""
-        return control_summary(self.answers)
+        """The machine's A/A result, stated before every other answer, and what it means for them."""
+        reading = control_reading(self.answers, self.settings.floor.relative)
+        return control_summary(self.answers) + ([reading] if reading else [])
 
     @cached_property
     def same_stack_matrix(self) -> Matrix:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.text import Text
 
-from ..analysis.answers import SAME_STACK, SYSTEM, Answer, slow_summary, where_slow
+from ..analysis.answers import SAME_STACK, SYSTEM, Answer, control_reading, slow_summary, where_slow
 from ..analysis.characterise import Characterisation
 from ..analysis.classes import format_size
 from ..analysis.matrix import Column, StackRow, placement_text
@@ -533,6 +533,9 @@ def _answer_lines(report: Report, width: int, hint: str | None, compact: bool) -
     if control:
         good = all(a.label == "Y" for a in report.answers if a.control and a.baseline == SYSTEM)
         lines.append(Text(clip(control, width), style="" if good else "yellow"))
+        reading = control_reading(report.answers, report.settings.floor.relative)
+        if reading and not good:  # what the noise means for the answers below, and what to do
+            lines += [Text(line, style="yellow") for line in fold(reading, width, 2 if compact else 3)]
     for line in (bounds_line(report), network_line(report)):
         if line:
             lines.append(Text(clip(line, width)))
