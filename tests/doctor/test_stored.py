@@ -320,3 +320,18 @@ def test_doctor_json_counts_each_cause_once_as_its_text_does(tmp_path):
     said = text.strip().splitlines()[-1]
     assert said.startswith(f"{document['counts']['problem']} problem(s), {document['counts']['warning']} warning(s)")
     assert document["finding_counts"]["problem"] == 3 * document["counts"]["problem"]
+
+
+def test_a_fact_of_the_host_found_by_both_mpi_probes_is_said_once():
+    """libfabric's providers are the host's, whichever MPI probed them: one finding naming both probes."""
+    from mpistack.cli.doctor import once_per_host
+    from mpistack.doctor.model import Finding
+
+    def warning(subject, title="libfabric providers: no fabric provider"):
+        return Finding("libfabric-providers", "warning", title, "No fabric provider", "use cxi", "fi_info(1)",
+                       subject=subject)
+
+    found = once_per_host([warning("host (mpich)"), warning("host (openmpi)"),
+                           warning("host (openmpi)", title="UCX transports: no network")])
+    assert [f.title for f in found] == ["libfabric providers: no fabric provider", "UCX transports: no network"]
+    assert found[0].subject == "host (mpich), host (openmpi)"

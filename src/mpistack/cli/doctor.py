@@ -90,6 +90,7 @@ def doctor(
             facts = probe_host(family, ranks=ranks, launcher=launcher, env=settings)
             looked_at.append(facts.where)
             findings += diagnose("host", facts)
+        findings = once_per_host(findings)
     if as_json:
         from ..doctor import by_cause
 
@@ -101,6 +102,23 @@ def doctor(
     else:
         _print(findings, looked_at)
     raise typer.Exit(exit_status(findings))
+
+
+def once_per_host(findings):
+    """The host's findings with a fact of the host itself (its libfabric providers, its /dev/shm) said once, not
+    once per MPI family probed: a finding alike in rule, verdict, title and meaning names every probe it came
+    from."""
+    import dataclasses
+
+    kept: dict[tuple, object] = {}
+    for finding in findings:
+        key = (finding.rule, finding.verdict, finding.title, finding.meaning)
+        if key in kept:
+            first = kept[key]
+            kept[key] = dataclasses.replace(first, subject=f"{first.subject}, {finding.subject}")
+        else:
+            kept[key] = finding
+    return list(kept.values())
 
 
 def _stored(run_id, campaign, db):
