@@ -43,3 +43,8 @@ def test_a_control_that_resolves_everything_asks_for_nothing():
     answers = [_control("latency", small=(0.98, 1.02), mid=(0.97, 1.03))]
     assert control_advice(control_resolution(answers)) == ""
     assert "not in" not in control_reading(answers, 0.10)
+
+
+def test_an_interval_off_parity_is_written_with_its_signs():
+    answers = [_control("bw", small=(1.01, 1.06), mid=(0.93, 1.0), large=(0.97, 1.03))]
+    assert [r.span for r in control_resolution(answers)] == ["+1…+6 %", "−7…+0 %", "±3 %"]

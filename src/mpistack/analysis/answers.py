@@ -382,9 +382,11 @@ class Resolution:
 
     @property
     def span(self) -> str:
-        """"±3 %" where the interval is about symmetric, else "−10…+20 %"."""
-        down, up = round((1 - self.low) * 100), round((self.high - 1) * 100)
-        return f"±{max(down, up)} %" if abs(down - up) <= 2 else f"−{down}…+{up} %"
+        """"±3 %" where the interval is about symmetric around parity, else its edges ("−10…+20 %", "+1…+6 %")."""
+        low, high = round((self.low - 1) * 100), round((self.high - 1) * 100)
+        if low <= 0 <= high and abs(low + high) <= 2:
+            return f"±{max(-low, high)} %"
+        return f"{low:+d}…{high:+d} %".replace("-", "−")
 
 
 def control_resolution(answers: Sequence[Answer]) -> list[Resolution]:
