@@ -399,3 +399,23 @@ def test_a_loss_against_a_baseline_that_took_tcp_too_is_not_blamed_on_tcp(tmp_pa
     assert [(f.verdict, f.title) for f in found if f.cause == "tcp-intra"] == [
         ("ok", "both sides on TCP on one node (recorded): the loss is not TCP's doing")]
     assert not [f for f in found if f.verdict == "problem"]
+
+
+def test_another_build_natively_slower_above_its_eager_limit_without_single_copy_is_its_builds(tmp_path):
+    """The wheel's MPICH natively, recording no single copy, slower than the system MPI from 16 KiB: the cause is
+    stated for the native row (its containers inherit it), with the fix and what it should restore."""
+    engine = open_database(str(tmp_path / "r.db"))
+    tags, facts = SYSTEM
+    recorded = {"mpi": "mpich", "layer": "ch4:ofi", "network": "shm", "single_copy": "none"}
+    bandwidth = {size: 1000.0 + size / 100 for size in SIZES}
+    campaign = store_runs(
+        engine,
+        *launches("bw", bandwidth, tags, **facts),
+        *launches("bw", {size: value / (1.6 if size >= 16384 else 1.0) for size, value in bandwidth.items()},
+                  {"mpi": "mpich", "origin": "venv"}, stack="pip-mpich", approach="native",
+                  mpi_library_version="MPICH Version:\t4.3.2", transport=recorded),
+    )
+    [found] = findings(engine, campaign, "loss-above-eager")
+    assert found.cell[1:3] == ("pip-mpich", "native") and found.verdict == "warning"
+    assert found.title.startswith("bw slower only above the eager limit") and "no single copy (recorded: none)" in found.title
+    assert "single-copy mechanism" in found.fix and "expected to restore bw from" in found.fix

@@ -227,3 +227,24 @@ def test_a_cell_open_in_one_benchmark_still_shows_what_was_decided(default_like)
     assert "speed: latency, bw" in lines[no_loss] and "debian-mpich container" in " ".join(" ".join(lines[no_loss:no_loss + 2]).split())
     assert any(line.startswith("Y~ no loss shown: at native speed where decided") for line in lines)  # legend
     assert max(map(len, lines)) <= 80
+
+
+def test_a_loss_called_the_stacks_carries_the_cause_and_fix_found_natively(default_like):
+    """pip-mpich container: "the stack's" is not where the user stops; the wheel's own native cause and its fix
+    come with it."""
+    from mpistack.analysis.matrix import Column
+
+    report = _report(default_like)
+    native = {"title": "bw slower only above the eager limit (16 KiB): the stack's build has no single copy "
+                       "(recorded: none)", "verdict": "warning", "rule": "loss-above-eager", "source": "s",
+              "fix": "Use a build of the MPI with a single-copy mechanism", "benchmarks": ["bw"], "evidence": {}}
+    stack = {"title": "the loss at small messages is the stack's, not the container's", "verdict": "ok",
+             "rule": "stack-effect", "source": "s", "fix": "Build the image's MPI like the system's",
+             "benchmarks": ["latency"], "evidence": {}}
+    report.findings = {(("campaign 1", "pip-mpich"), ("native", "default")): [native],
+                       (("campaign 1", "pip-mpich"), ("container", "default")): [stack]}
+    row = next(row for row in report.matrix.rows if row.stack == "pip-mpich")
+    [first] = report.findings_of(row, Column("container"))
+    assert first["title"].endswith("natively: " + native["title"]) and first["fix"] == native["fix"]
+    assert first["benchmarks"] == ["latency", "bw"]
+    assert report.findings[(("campaign 1", "pip-mpich"), ("container", "default"))][0] is stack  # data unchanged

@@ -153,6 +153,8 @@ class ProvenanceEntry:
 DIAGNOSED_LABELS = frozenset({"(Y)", "N"})
 #: doctor rules whose findings a report shows under any cell: a cell at native speed or faster says why it is faster
 EXPLAINS_ANY_CELL = frozenset({"faster-than-native"})
+#: doctor rules that call a cell's loss its MPI build's: the cell carries the cause found on the stack's native row
+BUILD_LOSS_RULES = frozenset({"stack-effect"})
 
 
 @dataclass
@@ -186,7 +188,21 @@ class Report:
         found = self.findings.get((row.key, (column.approach, column.variant)), [])
         if cell.label not in DIAGNOSED_LABELS and self._same_label(row, column) not in DIAGNOSED_LABELS:
             return [f for f in found if f["rule"] in EXPLAINS_ANY_CELL]
-        return _loss_first(found, self.losing_benchmarks(row, column))
+        ordered = _loss_first(found, self.losing_benchmarks(row, column))
+        if ordered and ordered[0]["rule"] in BUILD_LOSS_RULES and column.approach != "native":
+            ordered[0] = self._with_native_cause(row, column, ordered[0])
+        return ordered
+
+    def _with_native_cause(self, row, column, finding: dict) -> dict:
+        """A loss the doctor calls the stack's, with the cause the stack's own native row was given: the reason
+        and the fix reach the container's cell too, instead of stopping at "the stack's"."""
+        native = self.findings.get((row.key, ("native", column.variant)), [])
+        cause = next((f for f in _loss_first(native, []) if f["verdict"] != "ok" and f.get("fix")), None)
+        if cause is None:
+            return finding
+        return {**finding, "title": f"{finding['title']}; natively: {cause['title']}", "fix": cause["fix"],
+                "benchmarks": list(dict.fromkeys([*(finding.get("benchmarks") or []),
+                                                  *(cause.get("benchmarks") or [])]))}
 
     def _same_label(self, row, column) -> str | None:
         same = self.same_stack_matrix.cells.get((row.key, column))

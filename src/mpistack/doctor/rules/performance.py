@@ -262,12 +262,17 @@ def loss_above_eager(rule, perf: Performance):
     same = {item.key: item for item in perf.answers if item.baseline == SAME_STACK}
     for item in perf.answers:
         key = item.key
-        if key.approach == "native" or item.label != "(Y)" or not item.row_class.slow:
+        if item.label != "(Y)" or not item.row_class.slow:
             continue
         if item.baseline == SYSTEM and key in same and same[key].label != "(Y)":
             continue  # against its own build natively it is not slower (stack-effect), or not known: no claim
         row = perf.rows.get(key)
         transport = perf.transport_of(row) if row else {}
+        native = key.approach == "native"
+        if native and (row is None or row.control or key.variant == NO_SINGLE_COPY_VARIANT
+                       or item.baseline_row is None or item.baseline_row.stack == key.stack
+                       or transport.get("single_copy") != "none"):
+            continue  # natively only another build, which recorded no single copy, against the system MPI
         eager = _eager_limit(transport) or perf.settings.ranges.small_below
         slow_sizes = [size for slow in item.row_class.slow for size in slow.sizes if size is not None]
         if not slow_sizes or min(slow_sizes) < eager or (key.nodes or 1) > 1:
@@ -295,6 +300,16 @@ def loss_above_eager(rule, perf: Performance):
                 f"was refused ({refused}): large messages are copied twice through shared memory.",
                 f"podman run --cap-add SYS_PTRACE (an approach with single_copy = true); {restores}.",
                 recorded=refused, **evidence)
+            continue
+        if native:
+            yield rule.finding(
+                "warning", f"{key.benchmark} slower only above the eager limit ({format_size(eager)}): the "
+                "stack's build has no single copy (recorded: none)",
+                "Small messages run near the system MPI's speed, large ones do not, and this build of the MPI said "
+                "it had no single-copy mechanism (the system MPI's has one): large messages are copied twice "
+                "through shared memory. Its containers inherit the cost.",
+                f"Use a build of the MPI with a single-copy mechanism (CMA, XPMEM), as the system MPI's, or the "
+                f"system MPI itself (an approach that binds it in); {restores}.", **evidence)
             continue
         if transport.get("single_copy") == "none":
             yield rule.finding(
