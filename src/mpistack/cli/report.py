@@ -243,15 +243,14 @@ def _row_choice(text: str | None):
 
 
 def _print_chosen_row(store, campaign_id: int, name: str | None, choice, settings, filters) -> bool:
-    """One row's table from the campaign's runs of that stack and benchmark alone (with the native rows they are
-    compared with): a fraction of the campaign to read and compare. False where the row is not among them: the
-    caller reads the whole campaign to list the rows there are."""
+    """One row's table from the campaign's runs of that benchmark alone (every stack: a baseline row's table names
+    the rows compared with it): a fraction of the campaign to read and compare. False where the row is not among
+    them: the caller reads the whole campaign to list the rows there are."""
     from ..report.data import collect
     from ..report.row_detail import RowNotFound, print_row
     from ..store.query import Where
 
-    narrowed = [Where("campaign", "=", campaign_id), *filters, Where("stack", "=", choice.stack),
-                Where("benchmark", "=", choice.benchmark)]
+    narrowed = [Where("campaign", "=", campaign_id), *filters, Where("benchmark", "=", choice.benchmark)]
     title = f"{name} (campaign #{campaign_id})" if name else f"campaign #{campaign_id}"
     result = collect(store, narrowed, settings, title=title, campaign={"id": campaign_id, "name": name})
     try:
