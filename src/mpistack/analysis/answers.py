@@ -433,11 +433,13 @@ def control_reading(answers: Sequence[Answer], floor: float) -> str | None:
             if good:
                 resolved.append(f"{benchmark} {' '.join(r.regime for r in good)} {_widest(good)}")
             bad = [r for r in regimes if not r.within_floor]
-            unresolved.append(f"{benchmark} {' '.join(r.regime for r in bad)} {_widest(bad)}")
+            where = benchmark if not good else f"{benchmark} {' '.join(r.regime for r in bad)}"
+            unresolved.append(f"{where} {_widest(bad)}")
     text = f"A/A: this run resolves a {floor:.0%} loss in " + (", ".join(resolved) if resolved else "nothing")
     if unresolved:
-        text += (f"; not in {', '.join(unresolved)}: a ? there is this machine's noise, and a loss there must "
-                 f"exceed that drift; action: {control_advice(resolution)}")
+        # the action before the figures: on a terminal line the figures are what may be cut
+        text += (f"; action: {control_advice(resolution)}; elsewhere a ? is this machine's noise and a loss must "
+                 f"exceed its drift ({', '.join(unresolved)})")
     return text
 
 
