@@ -21,6 +21,10 @@ from mpistack.spec import catalogue, load_stack_text
 REPO = Path(__file__).resolve().parents[1]
 # The suite's campaigns time nothing: they measure no machine bounds (tests/campaign/test_bounds.py does).
 os.environ.setdefault("MPISTACK_BOUNDS", "off")
+# The width the suite assumes is a pipe's: no COLUMNS, so every column of a table is printed, whatever terminal the
+# suite was started from (tests that want a width, 80 columns above all, set COLUMNS themselves).
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 SEEDS = REPO.parent / "shared" / "seeds"
 
 

@@ -121,15 +121,25 @@ def test_an_isolated_loss_in_a_regime_at_speed_is_flagged():
 
 
 def test_an_open_regime_makes_it_a_question_with_its_graded_reason():
-    open_mid = comparison(None, Verdict.INCONCLUSIVE, 0.9, needed=40, width=0.05)
+    open_mid = comparison(None, Verdict.INCONCLUSIVE, 0.9, needed=24, width=0.05)
     open_mid = SizeComparison(**{**open_mid.__dict__, "reason": "0.9× (90% CI 0.855–0.945): slower, by about the "
                                                                  "10% floor (not shown to be beyond it)"})
     result = classify(row({}), {"small": comparison(None, *AT_SPEED), "mid": open_mid,
                                 "large": comparison(None, *AT_SPEED)})
     assert result.label == "?"
     assert result.reason == ("not settled: mid-size messages 0.9× (90% CI 0.855–0.945): slower, by about the 10% "
-                             "floor (not shown to be beyond it); ~32 more launches per side would settle it")
-    assert result.launches_needed == 40
+                             "floor (not shown to be beyond it); ~16 more launches per side would settle it")
+    assert result.launches_needed == 24
+
+
+def test_a_forecast_far_beyond_the_launches_made_is_not_quoted():
+    """317 launches forecast from 8 is the spread extrapolated, not an estimate: the advice is a quieter machine."""
+    far = comparison(None, Verdict.INCONCLUSIVE, 0.9, needed=317, width=0.2)
+    result = classify(row({}), {"small": comparison(None, *AT_SPEED), "mid": far,
+                                "large": comparison(None, *AT_SPEED)})
+    assert result.label == "?" and "317" not in result.reason and "309" not in result.reason
+    assert result.cause.endswith("more launches alone are unlikely to settle it (it would take over 4× the 8 made "
+                                 "at this spread): a quieter machine")
 
 
 def test_rows_open_for_the_same_reason_share_their_cause():

@@ -42,7 +42,7 @@ def test_the_worst_class_wins_in_order_n_then_slower_then_unknown():
     assert {label: cell.label for label, cell in cells.items()} == {
         "native": "Y", "container": "N", "hybrid": "(Y)", "bind": "?"}
     assert cells["container"].reason == "bw: failed: segfault in MPI_Init"
-    assert cells["hybrid"].reason.startswith("slower: latency small 1 B–4 B 0.5×")
+    assert cells["hybrid"].reason.startswith("slower: latency small 1 B–4 B 0.50× at worst")
     assert "inconclusive in bw" in cells["hybrid"].reason
     assert cells["bind"].reason.startswith("bw: not settled at large messages: ~4 more launches per side would settle it")
     assert "at native speed in latency" in cells["bind"].reason
@@ -94,7 +94,7 @@ def test_slow_reasons_name_benchmarks_and_placements_and_stay_short():
     (row,) = matrix.rows
     cell = matrix.cell(row, Column("container"))
     assert cell.label == "(Y)" and cell.rows == 10
-    assert "allreduce (n2N1 D-D) mid 16 KiB–32 KiB 0.8×" in cell.reason
+    assert "allreduce (n2N1 D-D) mid 16 KiB–32 KiB 0.80× at worst" in cell.reason
     assert "and 7 more" in cell.reason
 
 

@@ -223,7 +223,7 @@ def campaigns(draw):
     text += "".join(f'[[stack]]\nname = "{name}"\n{STACKS[name]}\n' for name in stacks)
     for index in range(draw(st.integers(0, 2))):
         text += (f'[[variant]]\nname = "v{index}"\nenv = {{ X = "1" }}\n'
-                 f'approaches = {draw(st.sampled_from([["native"], ["container"], ["native", "bind"]]))}\n'
+                 f'approaches = {draw(st.sampled_from([["native"], [approaches[-1]], ["native", "bind"]]))}\n'
                  .replace("'", '"'))
     return load_campaign_text(text)
 

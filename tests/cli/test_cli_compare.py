@@ -88,3 +88,4 @@ def test_published_references_from_the_command_line(tmp_path):
     assert "single published figures on both sides" in out
     assert "3,764 │ 24,008 │  0.157 │      – │ slower*" in out
     assert "not compared (4)" in out
+    assert "nan" not in out and "single figures: no interval" in out  # a single figure has no interval to print

@@ -21,6 +21,17 @@ def test_list():
     assert "cscs-mpich-gh200" in result.stdout and "mpich4.3.1-ofi1.22-cuda12.8" in result.stdout
 
 
+def test_list_at_80_columns_fits_and_names_what_it_left_out():
+    """At 80 columns on purpose (the suite itself runs without COLUMNS): every line fits, each stack is a line of
+    its own, and the columns that did not fit are named."""
+    result = runner.invoke(app, ["stack", "list"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert any(line.startswith("cscs-mpich-gh200") for line in lines)
+    assert "# not shown: image tag" in result.stdout
+
+
 def test_show():
     result = invoke("stack", "show", "debian-openmpi")
     assert result.exit_code == 0

@@ -82,7 +82,8 @@ def test_the_estimate_uses_the_durations_of_earlier_runs(tmp_path):
                     '["-m", "1:8", "-i", "10", "-x", "1"]\n')
     path.write_text(path.read_text().replace("ranks = 1", "ranks = 2"))
     first = mpistack("run", path, "--dry-run", "--db", db, home=tmp_path)
-    assert "at most 10 min (each case's timeout; no earlier runs to go by)" in " ".join(first.stdout.split())
+    assert "1 case(s); estimated " in " ".join(first.stdout.split())  # a model of the launch, not its timeout
+    assert "1 of 1 from a model of a launch's cost" in " ".join(first.stdout.split())
     mpistack("run", path, "--db", db, home=tmp_path)
     second = " ".join(mpistack("run", path, "--dry-run", "--db", db, home=tmp_path).stdout.split())
     assert "1 case(s); estimated " in second and "1 of 1 from the median time of earlier runs" in second

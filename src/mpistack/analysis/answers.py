@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..spec.campaign import AnalysisEntry
-from .classes import RowClass, SizeRanges, classify, failed_class, format_sizes, untested_class
+from .classes import RowClass, SizeRanges, classify, failed_class, format_size, format_sizes, untested_class
 from .bulk import collector_paused
 from .evidence import Row, RowKey, pair_launches
 from .sequential import answer_at_looks, spent_levels
@@ -374,10 +374,105 @@ def control_summary(answers: Sequence[Answer]) -> list[str]:
     return lines
 
 
+#: a regime's worst size is named beside its estimate when it is this much further from parity: the regime's
+#: geometric mean alone understates a loss concentrated at a few sizes
+WORST_APART = 0.03
+
+
+def slow_summary(slow, sizes: bool = False) -> str:
+    """One slow regime in a few words: its estimate, and its worst size where that is clearly worse ("small
+    0.87×, worst 0.74× at 1 B"); with ``sizes``, the regime's slow sizes too."""
+    where = f"{slow.regime} {format_sizes(slow.sizes)}" if sizes else slow.regime
+    if not math.isfinite(slow.ratio):
+        return f"{where} {slow.worst_ratio:.2f}× at worst"
+    worst = (f", worst {slow.worst_ratio:.2f}× at {format_size(slow.worst_size)}"
+             if len(slow.sizes) > 1 and slow.worst_ratio < slow.ratio - WORST_APART else "")
+    return f"{where} {slow.ratio:.2f}×{worst}"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What the A/A control says one benchmark's regime can resolve on this run: its interval around parity, and
+    whether that lies within the parity band (a loss as small as the floor would show)."""
+
+    benchmark: str
+    regime: str
+    low: float
+    high: float
+    within_floor: bool
+    pairs: int
+
+    @property
+    def span(self) -> str:
+        """"±3 %" where the interval is about symmetric around parity, else its edges ("−10…+20 %", "+1…+6 %")."""
+        low, high = round((self.low - 1) * 100), round((self.high - 1) * 100)
+        if low <= 0 <= high and abs(low + high) <= 2:
+            return f"±{max(-low, high)} %"
+        return f"{low:+d}…{high:+d} %".replace("-", "−")
+
+
+def control_resolution(answers: Sequence[Answer]) -> list[Resolution]:
+    """Per benchmark and regime of the A/A control (against the system MPI), its interval: how far apart two
+    identical configurations could look on this run."""
+    found = []
+    for a in answers:
+        if not a.control or a.baseline != SYSTEM:
+            continue
+        for name, c in a.regimes.items():
+            if math.isfinite(c.ci_low) and math.isfinite(c.ci_high):
+                found.append(Resolution(a.key.benchmark, name, c.ci_low, c.ci_high,
+                                        c.floor_low <= c.ci_low and c.ci_high <= c.floor_high, c.n_pairs))
+    return found
+
+
+def control_advice(resolution: Sequence[Resolution]) -> str:
+    """One action from the control: none where every regime resolves the floor; more launches where the
+    control's comparisons were not yet paired over enough rounds (its interval is the launch count's); else a
+    quieter machine (the interval is the machine's noise, which more launches only average)."""
+    if all(r.within_floor for r in resolution):
+        return ""
+    if min(r.pairs for r in resolution if not r.within_floor) < MIN_PAIRS:
+        return "more launches (repeats >= 10 pairs each candidate with its block's baseline)"
+    return "a quieter machine (more launches only average its noise)"
+
+
+def control_reading(answers: Sequence[Answer], floor: float) -> str | None:
+    """The A/A control interpreted: per benchmark and regime, whether this run resolves the practical floor (and
+    how far identical runs drifted where it does not), which answers that limits, and one action; None without
+    a control interval."""
+    resolution = control_resolution(answers)
+    if not resolution:
+        return None
+    by_benchmark: dict[str, list] = {}
+    for r in resolution:
+        by_benchmark.setdefault(r.benchmark, []).append(r)
+    resolved, unresolved = [], []
+    for benchmark, regimes in by_benchmark.items():
+        good = [r for r in regimes if r.within_floor]
+        if len(good) == len(regimes):
+            resolved.append(f"{benchmark} {_widest(good)}")
+        else:
+            if good:
+                resolved.append(f"{benchmark} {' '.join(r.regime for r in good)} {_widest(good)}")
+            bad = [r for r in regimes if not r.within_floor]
+            where = benchmark if not good else f"{benchmark} {' '.join(r.regime for r in bad)}"
+            unresolved.append(f"{where} {_widest(bad)}")
+    text = f"A/A: this run resolves a {floor:.0%} loss in " + (", ".join(resolved) if resolved else "nothing")
+    if unresolved:
+        # the action before the figures: on a terminal line the figures are what may be cut
+        text += (f"; action: {control_advice(resolution)}; elsewhere a ? is this machine's noise and a loss must "
+                 f"exceed its drift ({', '.join(unresolved)})")
+    return text
+
+
+def _widest(regimes) -> str:
+    """The widest drift of identical runs over some regimes, as the A/A measured it."""
+    return max(regimes, key=lambda r: max(1 - r.low, r.high - 1)).span
+
+
 def where_slow(answer_: Answer) -> str:
-    """A short 'where' for tables: the slow ranges with their worst ratio, or the class's reason."""
-    if answer_.row_class.slow:  # the regime's estimate first: the worst size alone overstates the loss
-        return "; ".join(f"{r.regime} {format_sizes(r.sizes)} "
-                         + (f"{r.ratio:.2f}×" if math.isfinite(r.ratio) else f"{r.worst_ratio:.2g}×")
-                         for r in answer_.row_class.slow)
+    """A short 'where' for tables: the slow ranges with their estimate and, where clearly worse, their worst size;
+    or the class's reason."""
+    if answer_.row_class.slow:  # the regime's estimate first, and the worst size beside it: neither alone
+        return "; ".join(slow_summary(r, sizes=True) for r in answer_.row_class.slow)
     return answer_.row_class.reason

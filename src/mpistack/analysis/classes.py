@@ -86,7 +86,10 @@ class SlowRange:
     def describe(self) -> str:
         where = f"{format_sizes(self.sizes)} ({REGIME_TEXT[self.regime]})"
         if math.isfinite(self.ratio):
-            text = f"{where}: {self.ratio:.2f}× (CI {self.ci_low:.2f}–{self.ci_high:.2f})"
+            # a single published figure per size has no interval: its ratio stands alone
+            interval = (f" (CI {self.ci_low:.2f}–{self.ci_high:.2f})" if math.isfinite(self.ci_low)
+                        and math.isfinite(self.ci_high) else " (single figures: no interval)")
+            text = f"{where}: {self.ratio:.2f}×{interval}"
             return text + (f", worst {self.worst_ratio:.2f}× at {format_size(self.worst_size)}"
                            if len(self.sizes) > 1 else "")
         return f"{where}: {self.worst_ratio:.2g}× worst at {format_size(self.worst_size)}"
@@ -279,15 +282,24 @@ def classify(
         return RowClass("?", [], cause + faster_note + notes, launches_needed=needed, cause=cause, **common)
     if busy:
         tail = busy
-    elif needed is not None:
-        current = max(max(c.n_candidate, c.n_baseline) for c in open_units.values())
+    elif needed is not None and needed <= FORECAST_REACH * (
+            current := max(max(c.n_candidate, c.n_baseline) for c in open_units.values())):
         tail = f"~{max(needed - current, 1)} more launches per side would settle it"
+    elif needed is not None:
+        # the forecast assumes the spread holds while the launches multiply; that far out it is the spread's
+        # extrapolation, not an estimate: the noise, not the count, is what to change
+        tail = (f"more launches alone are unlikely to settle it (it would take over {FORECAST_REACH}× the "
+                f"{current} made at this spread): a quieter machine")
     else:
         tail = "more launches alone are unlikely to settle it (the estimate sits on a decision edge)"
     detail = "; ".join(f"{_unit_name(unit)} {c.reason}" for unit, c in open_units.items())
     cause = f"not settled at {', '.join(_unit_name(unit) for unit in open_units)}: {tail}"
     return RowClass("?", [], f"not settled: {detail}; {tail}{faster_note}{notes}", launches_needed=needed,
                     cause=cause, **common)
+
+
+#: how far a forecast of the launches that would settle a row is quoted: up to this many times the launches made
+FORECAST_REACH = 4
 
 
 def _replicates(c: SizeComparison) -> float:

@@ -35,7 +35,6 @@ from datetime import datetime
 from statistics import NormalDist
 from typing import Sequence
 
-from scipy.stats import t as student_t
 from sqlalchemy import Engine
 
 from ..store.campaigns import campaign_record, earlier_campaigns
@@ -174,12 +173,13 @@ class RegressionCheck:
 
 
 def find_regressions(engine: Engine, campaign_id: int, settings: Settings = Settings(),
-                     history: int = HISTORY) -> RegressionCheck:
-    """A stored campaign against the last ``history`` campaigns of the same name."""
+                     history: int = HISTORY, rows: dict[RowKey, Row] | None = None) -> RegressionCheck:
+    """A stored campaign against the last ``history`` campaigns of the same name; ``rows``: the campaign's rows
+    where the caller has read them already (a report)."""
     record = campaign_record(engine, campaign_id)
     if record is None:
         raise LookupError(f"no campaign {campaign_id} in the store")
-    current = _campaign_rows(engine, record)
+    current = _campaign_rows(engine, record, rows)
     past = [_campaign_rows(engine, earlier) for earlier in earlier_campaigns(engine, campaign_id, history)]
     return regressions_in(current, past, settings)
 
@@ -224,7 +224,9 @@ def size_drop(size: int | None, figures: Sequence[float], history_medians: Seque
     expected = math.exp(centre)
     low = settings.floor.band(expected, higher_is_better=higher_is_better)[0]
     floored = max(spread, math.log(1 / low) / NormalDist().inv_cdf(1 - settings.alpha))
-    reach = student_t.ppf(1 - settings.alpha, k - 1) * floored * math.sqrt(1 + 1 / k)
+    from scipy.stats import t as student_t  # here, not at the top: a first campaign has no history to check
+
+    reach = float(student_t.ppf(1 - settings.alpha, k - 1)) * floored * math.sqrt(1 + 1 / k)
     current = _stdlib_statistics.median(figures)
     worse = math.log(current) - centre if not higher_is_better else centre - math.log(current)
     if worse <= reach:
@@ -245,6 +247,6 @@ def _regression(campaign: CampaignRef, row: Row, drops: dict[int | None, SizeDro
     return Regression(row.key, campaign, tuple(sorted(refs, key=lambda ref: -ref.id)), ordered, tuple(runs))
 
 
-def _campaign_rows(engine: Engine, record: dict) -> CampaignRows:
+def _campaign_rows(engine: Engine, record: dict, rows: dict[RowKey, Row] | None = None) -> CampaignRows:
     ref = CampaignRef(record["id"], record["name"], record["created_at"])
-    return CampaignRows(ref, load_rows(engine, [Where("campaign", "=", ref.id)]))
+    return CampaignRows(ref, rows if rows is not None else load_rows(engine, [Where("campaign", "=", ref.id)]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import secrets
 import shlex
 import shutil
@@ -34,7 +35,7 @@ from . import journal, preflight, probe, schedule, sequence, stages
 from .bounds import measure_for_campaign
 from .batch import BatchRun
 from .matrix import expand, resolve_stacks
-from .estimate import estimate
+from .estimate import corrected, duration, estimate, launch_seconds
 from .prepare import ConversionError, missing_images, planning_resources, prepare, workdir_for
 from .resume import recorded_spec, resumed
 
@@ -315,9 +316,13 @@ class _Display:
     """A progress bar over the cases and a line per case as it ends; a skip is said once per reason (the
     reasons the run's start announced not at all), and counted at the end."""
 
-    def __init__(self, console: Console, total: int, announced: preflight.Preflight | None = None):
+    def __init__(self, console: Console, total: int, announced: preflight.Preflight | None = None,
+                 model=None, cases=()):
         self.console, self.total, self.done = console, total, 0
         self.announced, self.skipped, self.reasons = announced, 0, set()
+        # the estimate, corrected as launches finish: each launch's modelled cost beside what it took
+        self.model, self.finished = model, []
+        self.left = sum(model(case) for case in cases if not case.skip) if model else 0.0
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True)
         self.task = self.progress.add_task("cases", total=total)
@@ -354,6 +359,18 @@ class _Display:
         self.console.print(f"[{self.done}/{self.total}] [{style}]{outcome.status.value:<9}[/{style}] "
                            f"{outcome.seconds:6.1f} s  {shown(case.key)}{note}", highlight=False, soft_wrap=True)
         self.progress.advance(self.task)
+        self._estimate_left(case, outcome)
+
+    def _estimate_left(self, case, outcome: stages.Outcome) -> None:
+        """Every tenth of the cases, what is left by the model corrected with the launches that finished."""
+        if self.model is None or outcome.status is RunStatus.SKIPPED:
+            return
+        modelled = self.model(case)
+        self.left = max(0.0, self.left - modelled)
+        self.finished.append((modelled, outcome.seconds))
+        if self.done < self.total and self.done % max(1, self.total // 10) == 0:
+            self.console.print(f"about {duration(corrected(self.left, self.finished))} left (estimated: the model "
+                               f"corrected by the {len(self.finished)} launches so far)", highlight=False)
 
 
 class _StopRaises:
@@ -406,8 +423,10 @@ def _run_locally(context: stages.CaseContext, todo: Iterable[Case], console: Con
     probed = probed if probed is not None else list(todo)
     for what in launcher.end_leftovers():
         console.print(f"[yellow]ended what an earlier run left[/yellow]: {shown(what)}", highlight=False)
-    with _Interrupt(launcher.interrupt) as interrupt, _Display(console, 0 if staged else len(probed),
-                                                               announced) as display:
+    # a staged campaign says its own time left (the budget's) at each look: the per-case model is for fixed ones
+    model = None if staged else functools.partial(launch_seconds, context.campaign)
+    with _Interrupt(launcher.interrupt) as interrupt, _Display(console, 0 if staged else len(probed), announced,
+                                                               model, () if staged else probed) as display:
         # transport evidence first, once per configuration, so that no probe runs between timed cases
         context.transports = probe.probe_configurations(launcher, context.campaign.name, probed, context.resources,
                                                         lambda: interrupt.stopped, display.describe)

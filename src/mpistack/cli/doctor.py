@@ -98,8 +98,13 @@ def doctor(
             facts = probe_host(family, ranks=ranks, launcher=launcher, env=settings)
             looked_at.append(facts.where)
             findings += diagnose("host", facts)
+        findings = once_per_host(findings)
     if as_json:
-        print(json.dumps(to_json(findings, looked_at), indent=2))
+        from ..doctor import by_cause
+
+        # stored runs: counted as the text counts them, each cause once per configuration
+        causes = [group[0] for group in by_cause(findings).values()] if configurations is not None else None
+        print(json.dumps(to_json(findings, looked_at, causes), indent=2))
     elif configurations is not None:
         _print_by_configuration(findings, looked_at, configurations)
         if run_id is not None:  # an ingested output: what it said that the doctor does not know, as for its file
@@ -109,6 +114,23 @@ def doctor(
     else:
         _print(findings, looked_at)
     raise typer.Exit(exit_status(findings))
+
+
+def once_per_host(findings):
+    """The host's findings with a fact of the host itself (its libfabric providers, its /dev/shm) said once, not
+    once per MPI family probed: a finding alike in rule, verdict, title and meaning names every probe it came
+    from."""
+    import dataclasses
+
+    kept: dict[tuple, object] = {}
+    for finding in findings:
+        key = (finding.rule, finding.verdict, finding.title, finding.meaning)
+        if key in kept:
+            first = kept[key]
+            kept[key] = dataclasses.replace(first, subject=f"{first.subject}, {finding.subject}")
+        else:
+            kept[key] = finding
+    return list(kept.values())
 
 
 def _stored(run_id, campaign, db):

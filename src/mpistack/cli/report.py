@@ -57,8 +57,11 @@ def _setting_problem(problem: dict) -> str:
     return f"--{key.replace('_', '-')} ({_SETTING_NAMES.get(key, key)}): {problem['msg']}"
 
 
-def campaign_report(store, campaign_id: int, name: str | None, settings=None, filters=None, filter_text=None):
-    """Read and analyse one campaign's runs (and any further filters): the Report."""
+def campaign_report(store, campaign_id: int, name: str | None, settings=None, filters=None, filter_text=None,
+                    diagnosed: bool = True):
+    """Read and analyse one campaign's runs (and any further filters): the Report; with ``diagnosed``, the
+    regression check against the campaign's predecessor and the doctor's findings too (one row's table needs
+    neither)."""
     from ..analysis.answers import Settings
     from ..report.data import collect
     from ..store.query import Where
@@ -69,18 +72,21 @@ def campaign_report(store, campaign_id: int, name: str | None, settings=None, fi
     settings = settings or Settings()
     result = collect(store, [Where("campaign", "=", campaign_id), *(filters or [])], settings, title=title,
                      campaign={"id": campaign_id, "name": name}, filter_text=filter_text)
-    check = find_regressions(store, campaign_id, settings)
-    result.regressions, result.regression_summary = check.regressions, check.summary()
-    result.findings = doctor_findings(store, [Where("campaign", "=", campaign_id), *(filters or [])], settings)
+    if diagnosed:
+        # the report's own rows are the campaign's only when no further filter narrowed them
+        check = find_regressions(store, campaign_id, settings, rows=None if filters else result.rows)
+        result.regressions, result.regression_summary = check.regressions, check.summary()
+        result.findings = doctor_findings(store, [Where("campaign", "=", campaign_id), *(filters or [])], settings,
+                                          result)
     return result
 
 
-def doctor_findings(store, filters, settings) -> dict:
+def doctor_findings(store, filters, settings, result) -> dict:
     """The doctor's findings per matrix cell, as the plain data the report shows (report/ cannot ask the doctor,
-    which comes after it)."""
+    which comes after it); the doctor reads the report's rows and answers rather than making them again."""
     from ..doctor import cell_findings
 
-    return cell_findings(store, filters, settings)
+    return cell_findings(store, filters, settings, analysed=(result.rows, result.answers))
 
 
 def settings_origin(recorded: dict | None, options: dict) -> str:
@@ -183,14 +189,18 @@ def report(
     spec = (campaign_spec(store, campaign_id) or {}) if campaign_id is not None else {}
     recorded = spec.get("analysis") if campaign_id is not None else None
     settings = settings_from(floor, floor_us, small_below, large_from, recorded, recorded_looks(spec))
+    if choice is not None and campaign_id is not None and _print_chosen_row(
+            store, campaign_id, campaign_name(store, campaign_id), choice, settings, filters):
+        return
     try:
         if campaign_id is not None:
             result = campaign_report(store, campaign_id, campaign_name(store, campaign_id), settings, filters,
-                                     where or [])
+                                     where or [], diagnosed=choice is None)
         else:
             result = collect(store, filters, settings, title="runs where " + ", ".join(where or []),
                              filter_text=where or [])
-            result.findings = doctor_findings(store, filters, settings)
+            if choice is None:
+                result.findings = doctor_findings(store, filters, settings, result)
     except WhereError as error:
         fail(str(error))
     if not result.rows:
@@ -215,6 +225,7 @@ def report(
         from ..report.matrix_text import print_answer
 
         print_answer(result, out, hint)
+    out.file.flush()  # the answer first, even piped: the files (plots above all) take longer
     formats = [output_format.value] if output_format else list(FORMATS)
     try:
         paths = write_report(result, out_dir or default_report_dir(db), formats)
@@ -233,6 +244,24 @@ def _row_choice(text: str | None):
         return RowChoice.parse(text)
     except RowNotFound as error:
         fail(str(error))
+
+
+def _print_chosen_row(store, campaign_id: int, name: str | None, choice, settings, filters) -> bool:
+    """One row's table from the campaign's runs of that benchmark alone (every stack: a baseline row's table names
+    the rows compared with it): a fraction of the campaign to read and compare. False where the row is not among
+    them: the caller reads the whole campaign to list the rows there are."""
+    from ..report.data import collect
+    from ..report.row_detail import RowNotFound, print_row
+    from ..store.query import Where
+
+    narrowed = [Where("campaign", "=", campaign_id), *filters, Where("benchmark", "=", choice.benchmark)]
+    title = f"{name} (campaign #{campaign_id})" if name else f"campaign #{campaign_id}"
+    result = collect(store, narrowed, settings, title=title, campaign={"id": campaign_id, "name": name})
+    try:
+        print_row(result, choice, out)
+    except RowNotFound:
+        return False
+    return True
 
 
 def _print_row(result, choice) -> None:

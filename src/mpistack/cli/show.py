@@ -15,6 +15,19 @@ from .common import DbOption, fail, reader
 VERSION_LINES = 3  # of the MPI library's version text, which can run to dozens of lines
 
 
+def replay_note(command: str, environment: dict) -> str | None:
+    """What a recorded podman command needs to replay as mpistack ran it: mpistack starts podman with its own
+    containers.conf (engines/podman.py) named in CONTAINERS_CONF, which the command line does not show."""
+    import shlex
+
+    if "podman" not in command or "CONTAINERS_CONF" in environment:
+        return None
+    from ..engines.podman import containers_conf_path
+
+    return (f"CONTAINERS_CONF={shlex.quote(str(containers_conf_path()))} before the command (mpistack's "
+            "containers.conf, default_ulimits = []: without it podman may fail to raise its ulimits)")
+
+
 def _indented(text: str) -> str:
     return "".join(f"\n    {line}" for line in text.rstrip().splitlines())
 
@@ -44,6 +57,7 @@ def describe(record: dict) -> str:
     add("device", record.get("device"))
     add("suite", record.get("benchmark_suite"))
     add("command", record.get("command"))
+    add("replay", replay_note(record.get("command") or "", record.get("environment") or {}))
     environment = record.get("environment") or {}
     add("environment", "\n".join(f"{key}={environment[key]}" for key in sorted(environment)) + "\n"
         if environment else None)

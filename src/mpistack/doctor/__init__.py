@@ -9,6 +9,7 @@ fix, its public source and the evidence that triggered it.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 from .model import GROUPS, VERDICTS, Finding, diagnose, exit_status, rules_of, said_once, to_json
@@ -18,19 +19,21 @@ __all__ = ["GROUPS", "VERDICTS", "Finding", "cell_findings", "configuration_tran
            "exit_status", "rules_of", "to_json"]
 
 
-def diagnose_runs(engine, filters, settings=None) -> list[Finding]:
-    """The runs rules on every matching run, then the performance rules on their analysis."""
-    return examine_runs(engine, filters, settings)[0]
+def diagnose_runs(engine, filters, settings=None, analysed=None) -> list[Finding]:
+    """The runs rules on every matching run, then the performance rules on their analysis (``analysed``: its rows
+    and answers, where the caller has them)."""
+    return examine_runs(engine, filters, settings, analysed)[0]
 
 
-def examine_runs(engine, filters, settings=None) -> tuple[list[Finding], dict]:
+def examine_runs(engine, filters, settings=None, analysed=None) -> tuple[list[Finding], dict]:
     """`diagnose_runs`'s findings (each cause once per configuration, the most severe and specific first), and
     `configuration_transports` of the same runs (read from the store once)."""
     from ..analysis.answers import Settings
     from .evidence import load
 
-    runs, performance = load(engine, filters, settings or Settings())
-    found = [finding for run in runs for finding in diagnose("runs", run)]
+    runs, performance = load(engine, filters, settings or Settings(), analysed)
+    rules = rules_of("runs")  # once, not once per run: a campaign has thousands
+    found = [finding for run in runs for entry in rules for finding in entry.function(run)]
     return said_once(found + diagnose("performance", performance)), configuration_transports(runs)
 
 
@@ -62,16 +65,34 @@ def by_cause(findings: list[Finding]) -> dict[tuple, list[Finding]]:
 EXPLAINING_RULES = frozenset({"stack-effect", "faster-than-native"})
 
 
-def cell_findings(engine, filters, settings=None) -> dict:
+#: how a finding's subject names its benchmark: a performance rule's "STACK APPROACH (BENCHMARK BUFFERS, ...)", a
+#: runs rule's "run N (STACK APPROACH, BENCHMARK)"
+_BENCHMARK_IN_SUBJECT = (re.compile(r"\(([\w.-]+) [HDM]-[HDM],"), re.compile(r"^run \d+ \([^,]*, ([\w.-]+)\)$"))
+
+
+def benchmarks_of(findings: list[Finding]) -> list[str]:
+    """The benchmarks a cause was seen in (its findings' subjects), in order: what the report names beside it."""
+    names = []
+    for finding in findings:
+        for pattern in _BENCHMARK_IN_SUBJECT:
+            if (found := pattern.search(finding.subject)) and found.group(1) not in names:
+                names.append(found.group(1))
+                break
+    return names
+
+
+def cell_findings(engine, filters, settings=None, analysed=None) -> dict:
     """Findings that are not ``ok``, and the ok findings that explain a cell (``EXPLAINING_RULES``), as plain
     dicts, keyed like the compatibility matrix's cells: ``((scope, stack), (approach, variant))``; the report
     shows them under its (Y) and N cells."""
     cells: dict = defaultdict(list)
-    for (cell, rule, verdict, _), (finding, *_) in by_cause(diagnose_runs(engine, filters, settings)).items():
+    for (cell, rule, verdict, _), group in by_cause(diagnose_runs(engine, filters, settings, analysed)).items():
+        finding = group[0]
         if (verdict == "ok" and rule not in EXPLAINING_RULES) or cell is None:
             continue
         scope, stack, approach, variant = cell
         cells[((scope, stack), (approach, variant))].append(
             {"title": finding.title, "verdict": finding.verdict, "rule": finding.rule, "source": finding.source,
+             "fix": finding.fix, "meaning": finding.meaning, "benchmarks": benchmarks_of(group),
              "evidence": finding.to_dict()["evidence"]})
     return dict(cells)

@@ -57,9 +57,11 @@ def campaign_bounds(engine: Engine, rows: dict[RowKey, Row]) -> dict[str, Machin
     return found
 
 
-def load(engine: Engine, filters: list[Where], settings: Settings = Settings()) -> tuple[list[dict], Performance]:
+def load(engine: Engine, filters: list[Where], settings: Settings = Settings(),
+         analysed: tuple[dict[RowKey, Row], list[Answer]] | None = None) -> tuple[list[dict], Performance]:
+    """The runs' diagnostics and their analysis; ``analysed``: the rows and answers of the same filters and
+    settings where the caller has made them already (a report), so that they are not read and compared twice."""
     runs = run_diagnostics(engine, filters)
-    rows = load_rows(engine, filters)
-    return runs, Performance(rows, answer(rows, settings), {run["run"]: run["transport"] for run in runs
-                                                            if run.get("transport")}, settings,
-                             campaign_bounds(engine, rows), {run["run"]: run for run in runs})
+    rows, answers = analysed if analysed is not None else (rows := load_rows(engine, filters), answer(rows, settings))
+    return runs, Performance(rows, answers, {run["run"]: run["transport"] for run in runs if run.get("transport")},
+                             settings, campaign_bounds(engine, rows), {run["run"]: run for run in runs})

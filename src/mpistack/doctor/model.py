@@ -137,6 +137,12 @@ def counts(findings: Iterable[Finding]) -> dict[str, int]:
     return {verdict: verdicts.count(verdict) for verdict in VERDICTS}
 
 
-def to_json(findings: list[Finding], looked_at: list[str]) -> dict:
-    return {"schema": JSON_SCHEMA, "looked_at": looked_at, "counts": counts(findings), "status": exit_status(findings),
-            "findings": [f.to_dict() for f in findings]}
+def to_json(findings: list[Finding], looked_at: list[str], causes: list[Finding] | None = None) -> dict:
+    """The findings as JSON. ``causes``: where the text counts each cause once per configuration (stored runs),
+    those findings; ``counts`` then counts them as the text does, and ``finding_counts`` every finding (one per
+    launch)."""
+    return {"schema": JSON_SCHEMA, "looked_at": looked_at,
+            "counts": counts(findings if causes is None else causes),
+            **({"counted": "one per cause and configuration", "finding_counts": counts(findings)}
+               if causes is not None else {}),
+            "status": exit_status(findings), "findings": [f.to_dict() for f in findings]}

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy import Engine
 
-from ..analysis.answers import SAME_STACK, SYSTEM, Answer, Settings, answer, control_summary
+from ..analysis.answers import SAME_STACK, SYSTEM, Answer, Settings, answer, control_reading, control_summary
 from ..analysis.bounds import MachineBounds, load_bounds
 from ..analysis.bulk import collector_paused
 from ..analysis.characterise import Characterisation, characterise, uncompared_rows
@@ -153,6 +153,8 @@ class ProvenanceEntry:
 DIAGNOSED_LABELS = frozenset({"(Y)", "N"})
 #: doctor rules whose findings a report shows under any cell: a cell at native speed or faster says why it is faster
 EXPLAINS_ANY_CELL = frozenset({"faster-than-native"})
+#: doctor rules that call a cell's loss its MPI build's: the cell carries the cause found on the stack's native row
+BUILD_LOSS_RULES = frozenset({"stack-effect"})
 
 
 @dataclass
@@ -178,13 +180,41 @@ class Report:
     settings_origin: str = "the defaults"
 
     def findings_of(self, row, column) -> list[dict]:
-        """The findings shown under one matrix cell (a StackRow and a Column): a slow or failing cell's, and any
-        cell's explanation of being faster than native."""
+        """The findings shown under one matrix cell (a StackRow and a Column): a slow or failing cell's, the one
+        that explains its loss first (``_loss_first``), and any cell's explanation of being faster than native."""
         cell = self.matrix.cell(row, column)
         if cell is None:
             return []
         found = self.findings.get((row.key, (column.approach, column.variant)), [])
-        return found if cell.label in DIAGNOSED_LABELS else [f for f in found if f["rule"] in EXPLAINS_ANY_CELL]
+        if cell.label not in DIAGNOSED_LABELS and self._same_label(row, column) not in DIAGNOSED_LABELS:
+            return [f for f in found if f["rule"] in EXPLAINS_ANY_CELL]
+        ordered = _loss_first(found, self.losing_benchmarks(row, column))
+        if ordered and ordered[0]["rule"] in BUILD_LOSS_RULES and column.approach != "native":
+            ordered[0] = self._with_native_cause(row, column, ordered[0])
+        return ordered
+
+    def _with_native_cause(self, row, column, finding: dict) -> dict:
+        """A loss the doctor calls the stack's, with the cause the stack's own native row was given: the reason
+        and the fix reach the container's cell too, instead of stopping at "the stack's"."""
+        native = self.findings.get((row.key, ("native", column.variant)), [])
+        cause = next((f for f in _loss_first(native, []) if f["verdict"] != "ok" and f.get("fix")), None)
+        if cause is None:
+            return finding
+        return {**finding, "title": f"{finding['title']}; natively: {cause['title']}", "fix": cause["fix"],
+                "benchmarks": list(dict.fromkeys([*(finding.get("benchmarks") or []),
+                                                  *(cause.get("benchmarks") or [])]))}
+
+    def _same_label(self, row, column) -> str | None:
+        same = self.same_stack_matrix.cells.get((row.key, column))
+        return same.label if same is not None else None
+
+    def losing_benchmarks(self, row, column) -> list[str]:
+        """The benchmarks in which a cell is slower or fails, against either baseline: what its first cause
+        must explain."""
+        return list(dict.fromkeys(
+            a.key.benchmark for a in self.answers
+            if (a.key.scope, a.key.stack) == row.key and (a.key.approach, a.key.variant) == (
+                column.approach, column.variant) and a.label in DIAGNOSED_LABELS))
 
     def unexplained(self, row, column) -> bool:
         """A slow or failing cell for which the doctor knows no cause: the report says so rather than nothing."""
@@ -206,8 +236,9 @@ class Report:
 
     @cached_property
     def control_lines(self) -> list[str]:
-        """The machine's A/A result, stated before every other answer."""
-        return control_summary(self.answers)
+        """The machine's A/A result, stated before every other answer, and what it means for them."""
+        reading = control_reading(self.answers, self.settings.floor.relative)
+        return control_summary(self.answers) + ([reading] if reading else [])
 
     @cached_property
     def same_stack_matrix(self) -> Matrix:
@@ -246,6 +277,22 @@ class Report:
                 f"{format_size(settings.ranges.small_below)}, large from {format_size(settings.ranges.large_from)}, "
                 f"each one-sided test at {settings.alpha:g} ({settings.confidence:.0%} intervals); from "
                 f"{self.settings_origin}")
+
+
+_SEVERITY = {"problem": 0, "warning": 1, "ok": 2}
+
+
+def _loss_first(found: list[dict], losing: list[str]) -> list[dict]:
+    """A slow or failing cell's findings, the cause of its loss first: one seen in a benchmark where the cell
+    loses before one seen elsewhere, a cause of a loss before an explanation of a speed-up, then the most severe
+    (the doctor's own order breaks ties)."""
+    def rank(item: tuple[int, dict]) -> tuple:
+        index, finding = item
+        named = finding.get("benchmarks") or []
+        return (not (set(named) & set(losing)) if named else 1, finding["rule"] in EXPLAINS_ANY_CELL,
+                _SEVERITY.get(finding["verdict"], 3), index)
+
+    return [finding for _, finding in sorted(enumerate(found), key=rank)]
 
 
 def quantile(ordered: list[float], q: float) -> float:

@@ -11,7 +11,7 @@ import dataclasses
 import json
 import math
 
-from ..analysis.answers import SYSTEM
+from ..analysis.answers import SYSTEM, control_resolution
 from ..analysis.bulk import collector_paused
 from .data import Report
 
@@ -70,6 +70,9 @@ def _control(report: Report) -> dict | None:
         return None
     return {"stack": controls[0].key.stack, "variant": controls[0].key.variant,
             "all_at_speed": all(a.label == "Y" for a in controls), "summary": report.control_lines,
+            # per benchmark and regime, how far identical runs drifted apart, and whether the floor was resolved
+            "resolution": [{"benchmark": r.benchmark, "regime": r.regime, "ci_low": r.low, "ci_high": r.high,
+                            "resolves_floor": r.within_floor} for r in control_resolution(report.answers)],
             "benchmarks": [{"benchmark": a.key.benchmark, "metric": a.key.metric, "class": a.label,
                             "reason": a.row_class.reason,
                             "regimes": {name: {"ratio": c.ratio, "ci_low": c.ci_low, "ci_high": c.ci_high}

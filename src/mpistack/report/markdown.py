@@ -17,7 +17,7 @@ from ..parsers.transport import describe_transport
 from ..spec.benchmarks import metric_of
 from .bounds import bounds_view, number
 from .data import Report, format_value
-from .matrix_text import bounds_line, matrix_cells
+from .matrix_text import CHECKED, bounds_line, matrix_cells
 
 
 def md(text) -> str:
@@ -46,7 +46,7 @@ def template_context(report: Report) -> dict:
         "bounds_line": bounds_line(report),
         "bound_column": lambda key: bound_column(report, key),
         "size_text": format_size, "value": format_value,
-        "cell_notes": cell_notes(report),
+        "cell_notes": cell_notes(report), "checked": CHECKED,
     }
 
 
@@ -62,10 +62,12 @@ def cell_notes(report: Report) -> list[tuple[str, list[str]]]:
             head = f"**{md(row.stack)} × {md(column.label)}** `{cell.label}`: {md(cell.reason)}"
             if same is not None and same.label != cell.label:
                 head += f"; against the same build natively `{same.label}`: {md(same.reason)}"
-            subs = [f"doctor ({f['verdict']}): {md(f['title'])} — rule `{f['rule']}`; {md(f['source'])}"
-                    for f in report.findings_of(row, column)]
+            subs = [f"doctor ({f['verdict']}{', ' + ', '.join(f.get('benchmarks') or []) if f.get('benchmarks') else ''}"
+                    f"): {md(f['title'])}" + (f"; **fix**: {md(f['fix'])}" if f.get("fix") else "")
+                    + f" — rule `{f['rule']}`; {md(f['source'])}" for f in report.findings_of(row, column)]
             if report.unexplained(row, column):
-                subs.append("doctor: no known cause (`mpistack doctor --campaign` lists what was checked)")
+                subs.append(f"doctor: no known cause (checked: {CHECKED}; `mpistack doctor --campaign` lists each "
+                            "rule)")
             notes.append((head, subs))
     return notes
 

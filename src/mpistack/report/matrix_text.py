@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.text import Text
 
-from ..analysis.answers import SAME_STACK, SYSTEM, Answer, where_slow
+from ..analysis.answers import SAME_STACK, SYSTEM, Answer, control_reading, slow_summary, where_slow
 from ..analysis.characterise import Characterisation
 from ..analysis.classes import format_size
 from ..analysis.matrix import Column, StackRow, placement_text
@@ -27,11 +27,15 @@ from ..spec.benchmarks import BENCHMARK_NAMES
 from .bounds import number
 from .data import Report, format_value
 
-STYLES = {"Y": "green", "(Y)": "yellow", "N": "red", "?": ""}
+#: a cell not settled as a whole in which every decided part is at native speed: no loss shown (which parts are
+#: said under the matrix)
+NO_LOSS = "Y~"
+STYLES = {"Y": "green", NO_LOSS: "green", "(Y)": "yellow", "N": "red", "?": ""}
 SEPARATOR = "·"  # between the class against the system MPI and the class against the same build natively
 BASELINE = "system"  # the cell of the system MPI's own native runs
 LEGEND = ("Y at native speed, (Y) slower, N fails, ? not settled. A·B: the class against",
-          "the system MPI, then the same build natively; (Y)·Y: slower, not the container")
+          "the system MPI, then the same build natively; (Y)·Y: slower, not the container;",
+          "Y~ no loss shown: at native speed where decided, the rest not settled")
 MIN_GAP = 1
 GAP = 2
 
@@ -172,16 +176,50 @@ def matrix_cells(report: Report) -> tuple[list[StackRow], list[Column], dict[tup
     rows, columns = _stack_rows(report), _columns(report)
     baseline_keys = {(key.scope, key.stack, key.approach, key.variant) for key in
                      (a.baseline_row for a in report.answers if a.baseline == SYSTEM) if key is not None}
+    decided = decided_parts(report)
     cells = {}
     for row in rows:
         for column in columns:
             system = report.matrix.cell(row, column)
             same = report.same_stack_matrix.cells.get((row.key, column))
             if system is not None:
-                cells[(row.key, column)] = MatrixCell(system.label, same.label if same else "")
+                shown = [NO_LOSS if label == "?" and decided.get((row.key, column, kind)) else label
+                         for kind, label in ((SYSTEM, system.label), (SAME_STACK, same.label if same else ""))]
+                cells[(row.key, column)] = MatrixCell(*shown)
             elif (row.scope, row.stack, column.approach, column.variant) in baseline_keys:
                 cells[(row.key, column)] = MatrixCell(BASELINE)
     return rows, columns, cells
+
+
+def decided_parts(report: Report) -> dict[tuple, list[str]]:
+    """Per cell and baseline ((stack row key, column, SYSTEM or SAME_STACK)), what was decided at native speed
+    in a cell with no loss: its Y benchmarks, and the regimes decided at speed of its open ones ("bw mid");
+    absent where the cell loses somewhere or nothing was decided."""
+    groups: dict[tuple, list[Answer]] = {}
+    for a in report.answers:
+        if a.control:
+            continue
+        column = Column(a.key.approach, a.key.variant)
+        kinds = [SAME_STACK if a.baseline == SAME_STACK else SYSTEM]
+        if a.baseline == SYSTEM and a.same_build_as_system:
+            kinds.append(SAME_STACK)
+        for kind in kinds:
+            groups.setdefault(((a.key.scope, a.key.stack), column, kind), []).append(a)
+    found = {}
+    for key, answers in groups.items():
+        if any(a.label in ("(Y)", "N") for a in answers):
+            continue
+        parts = []
+        for a in sorted(answers, key=_benchmark_order):
+            if a.label == "Y":
+                parts.append(a.key.benchmark)
+            else:
+                at_speed = [name for name, c in a.regimes.items() if c.verdict is Verdict.AT_SPEED]
+                if at_speed:
+                    parts.append(f"{a.key.benchmark} {' '.join(at_speed)}")
+        if parts:
+            found[key] = list(dict.fromkeys(parts))
+    return found
 
 
 def _header(column: Column, width: int) -> list[str]:
@@ -267,12 +305,23 @@ def _rstrip(line: Text) -> Text:
 # -- under the matrix ---------------------------------------------------------------------------------------
 
 
-def _cause(report: Report, row: StackRow, column: Column, labels: tuple[str, str]) -> str:
-    found = report.findings.get((row.key, (column.approach, column.variant)), [])
+#: what the doctor's rules look at in a campaign's rows, said where none of them found a cause
+CHECKED = "TCP, single copy, eager limit, binding, stack"
+
+
+def _cause(report: Report, row: StackRow, column: Column, width: int) -> list[Text]:
+    """The cause of a cell's loss, as the doctor found it: its first cause (the one seen in the benchmarks where the
+    cell loses) with those benchmarks, and its fix on the next line; or that none is known and what was checked."""
+    found = report.findings_of(row, column)
     if not found:
-        return "doctor: no known cause (mpistack doctor --campaign lists what it checked)"
-    first = found[0]  # the doctor says the most specific cause first
-    return f"doctor: {first['title']}"
+        return [Text(clip(f"  doctor: no known cause; checked {CHECKED}", width), style="dim")]
+    first = found[0]
+    named = first.get("benchmarks") or []
+    lines = [Text(clip(f"  doctor{' (' + ', '.join(named) + ')' if named else ''}: {first['title']}", width),
+                  style="dim")]
+    if first.get("fix"):
+        lines.append(Text(clip(f"  fix: {first['fix']}", width), style="dim"))
+    return lines
 
 
 def _benchmark_order(answer_: Answer) -> tuple:
@@ -283,11 +332,8 @@ def _benchmark_order(answer_: Answer) -> tuple:
 def _slow_text(answer_: Answer) -> str:
     """Where a (Y) row is slower, compactly: each slow regime with its estimate ("small 0.58× mid 0.91×"); the
     sizes are in --rows and the files."""
-    parts = []
-    for slow in answer_.row_class.slow:
-        ratio = slow.ratio if math.isfinite(slow.ratio) else slow.worst_ratio
-        parts.append(f"{slow.regime} {ratio:.2f}×")
-    return " ".join(dict.fromkeys(parts)) or where_slow(answer_)
+    parts = [slow_summary(slow) for slow in answer_.row_class.slow]
+    return ", ".join(dict.fromkeys(parts)) or where_slow(answer_)
 
 
 def _faster_text(answers: list[Answer]) -> str:
@@ -345,8 +391,7 @@ def cell_lines(report: Report, width: int = 80, faster_in_full: bool = True) -> 
                     head.append(cell.text, style=STYLES.get(cell.system, ""))
                     head.append(f" faster: {faster}")
                     lines.append(_clip_text(head, width))
-                    lines.append(Text(clip("  " + _cause(report, row, column, (cell.system, cell.same)), width),
-                                      style="dim"))
+                    lines += _cause(report, row, column, width)
                     continue
             if not bad:
                 not_run = all(report.rows[a.key].launches == 0 and report.rows[a.key].skipped
@@ -365,12 +410,33 @@ def cell_lines(report: Report, width: int = 80, faster_in_full: bool = True) -> 
             head.append(cell.text, style=STYLES.get(label, ""))
             head.append(f": {where}")
             lines.append(_clip_text(head, width))
-            lines.append(Text(clip("  " + _cause(report, row, column, (cell.system, cell.same)), width), style="dim"))
+            lines += _cause(report, row, column, width)
     if faster_cells:
         lines.append(Text(clip(f"faster, the doctor says why in the report: {', '.join(faster_cells)}", width)))
+    no_loss = _no_loss_text(report, rows, columns, cells)
+    if no_loss:
+        lines += [Text(line, style="green") for line in fold(no_loss, width, 2)]
     if unsettled:
         lines.append(Text(clip(f"? not settled: {', '.join(unsettled)} (why: --rows)", width)))
     return lines
+
+
+def _no_loss_text(report: Report, rows, columns, cells) -> str:
+    """The cells with no loss shown, grouped by what was decided at native speed in them: "Y~ no loss shown;
+    at native speed: latency, bw mid in debian-mpich container, hybrid"."""
+    decided = decided_parts(report)
+    by_parts: dict[str, list[str]] = {}
+    for row in rows:
+        for column in columns:
+            cell = cells.get((row.key, column))
+            if cell is None or NO_LOSS not in (cell.system, cell.same):
+                continue
+            parts = decided.get((row.key, column, SYSTEM)) or decided.get((row.key, column, SAME_STACK)) or []
+            by_parts.setdefault(", ".join(parts), []).append(f"{row.stack} {column.label}")
+    if not by_parts:
+        return ""
+    return "Y~ no loss shown; at native speed: " + "; ".join(
+        f"{parts} in {', '.join(names)}" for parts, names in by_parts.items())
 
 
 def _clip_text(text: Text, width: int) -> Text:
@@ -467,6 +533,9 @@ def _answer_lines(report: Report, width: int, hint: str | None, compact: bool) -
     if control:
         good = all(a.label == "Y" for a in report.answers if a.control and a.baseline == SYSTEM)
         lines.append(Text(clip(control, width), style="" if good else "yellow"))
+        reading = control_reading(report.answers, report.settings.floor.relative)
+        if reading and not good:  # what the noise means for the answers below, and what to do
+            lines += [Text(line, style="yellow") for line in fold(reading, width, 2 if compact else 3)]
     for line in (bounds_line(report), network_line(report)):
         if line:
             lines.append(Text(clip(line, width)))

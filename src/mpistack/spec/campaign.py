@@ -18,6 +18,7 @@ Errors name the file, the field and what was expected.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import math
 import re
@@ -380,7 +381,22 @@ class Campaign(_Model):
             if variant.baseline not in known:
                 raise ValueError(f"variant {variant.name}: baseline {variant.baseline!r} is not a variant "
                                  f"(expected one of {', '.join(sorted(known))})")
+            _selects_something(variant.name, "stacks", variant.stacks, [stack.name for stack in self.stacks])
+            _selects_something(variant.name, "approaches", variant.approaches or [],  # native: the baselines'
+                               list(dict.fromkeys(["native", *(approach.name for approach in self.approaches)])))
         return self
+
+
+def _selects_something(variant: str, field: str, patterns: list[str], names: list[str]) -> None:
+    """A variant whose patterns match none of the campaign's names selects nothing, silently: a typo
+    (``debian-mpch``), said as an error naming the closest name. (Each pattern need not match: a variant written for
+    several campaigns names approaches one of them lacks.)"""
+    if not patterns or any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns for name in names):
+        return
+    close = difflib.get_close_matches(patterns[0], names, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}?" if close else f"expected one of {', '.join(names)}"
+    raise ValueError(f"variant {variant}: {field} {', '.join(map(repr, patterns))} match(es) none of the "
+                     f"campaign's {field} ({hint}); the variant would select nothing")
 
 
 def load_campaign_text(text: str, path: str = "<campaign>") -> Campaign:

@@ -12,7 +12,7 @@ without bounds, blame nothing.
 from __future__ import annotations
 
 import dataclasses
-
+import math
 import shlex
 
 from ...analysis.answers import SAME_STACK, SYSTEM
@@ -22,7 +22,9 @@ from ...analysis.statistics import SizeComparison, Verdict
 from ...parsers.transport import TCP, path_of
 from ..evidence import Performance
 from ..model import rule
+from ..signatures import match
 from .fixes import FABRIC_FIX, tcp_fix
+from .runs import CMA_REFUSED
 
 #: Without a transport or bounds, the bandwidth TCP reaches through a fabric's host (a fallback when the provider
 #: is missing): the CSCS Container Engine pages show 1280, 3121 and 3764 MB/s at 4 MiB without the CXI hook against
@@ -260,12 +262,17 @@ def loss_above_eager(rule, perf: Performance):
     same = {item.key: item for item in perf.answers if item.baseline == SAME_STACK}
     for item in perf.answers:
         key = item.key
-        if key.approach == "native" or item.label != "(Y)" or not item.row_class.slow:
+        if item.label != "(Y)" or not item.row_class.slow:
             continue
         if item.baseline == SYSTEM and key in same and same[key].label != "(Y)":
             continue  # against its own build natively it is not slower (stack-effect), or not known: no claim
         row = perf.rows.get(key)
         transport = perf.transport_of(row) if row else {}
+        native = key.approach == "native"
+        if native and (row is None or row.control or key.variant == NO_SINGLE_COPY_VARIANT
+                       or item.baseline_row is None or item.baseline_row.stack == key.stack
+                       or transport.get("single_copy") != "none"):
+            continue  # natively only another build, which recorded no single copy, against the system MPI
         eager = _eager_limit(transport) or perf.settings.ranges.small_below
         slow_sizes = [size for slow in item.row_class.slow for size in slow.sizes if size is not None]
         if not slow_sizes or min(slow_sizes) < eager or (key.nodes or 1) > 1:
@@ -273,20 +280,65 @@ def loss_above_eager(rule, perf: Performance):
         if transport.get("single_copy") in SINGLE_COPY:
             continue  # the library said it used single copy here: its absence cannot be the cause
         worst = min(item.row_class.slow, key=lambda slow: slow.worst_ratio)
-        if noisy := _noisy_control(perf, key):
+        refused = _single_copy_refused(perf, row) if row else None
+        if not refused and (noisy := _noisy_control(perf, key, worst.worst_ratio)):
             yield _not_judged(rule, noisy, key, _cell(key), f"slower above the eager limit ({format_size(eager)})",
                               f"{_label(key)} is slower than its baseline from {format_size(min(slow_sizes))} on",
                               baseline=item.baseline, slow_from=format_size(min(slow_sizes)), eager_limit=eager)
             continue
+        restores = (f"expected to restore {key.benchmark} from {format_size(min(slow_sizes))} on (worst "
+                    f"{worst.worst_ratio:.2f}× at {format_size(worst.worst_size)}) to its baseline's speed")
+        evidence = dict(subject=_subject(key), cell=_cell(key), baseline=item.baseline,
+                        slow_from=format_size(min(slow_sizes)), worst_ratio=round(worst.worst_ratio, 3),
+                        worst_at=format_size(worst.worst_size), eager_limit=eager,
+                        single_copy=transport.get("single_copy", "not recorded"), restores=restores)
+        if refused:
+            yield rule.finding(
+                "problem", f"{key.benchmark} slower from {format_size(min(slow_sizes))}: single copy refused "
+                f"(recorded: {refused})",
+                f"Small messages run at native speed, large ones do not, and the run recorded that its single copy "
+                f"was refused ({refused}): large messages are copied twice through shared memory.",
+                f"podman run --cap-add SYS_PTRACE (an approach with single_copy = true); {restores}.",
+                recorded=refused, **evidence)
+            continue
+        if native:
+            yield rule.finding(
+                "warning", f"{key.benchmark} slower only above the eager limit ({format_size(eager)}): the "
+                "stack's build has no single copy (recorded: none)",
+                "Small messages run near the system MPI's speed, large ones do not, and this build of the MPI said "
+                "it had no single-copy mechanism (the system MPI's has one): large messages are copied twice "
+                "through shared memory. Its containers inherit the cost.",
+                f"Use a build of the MPI with a single-copy mechanism (CMA, XPMEM), as the system MPI's, or the "
+                f"system MPI itself (an approach that binds it in); {restores}.", **evidence)
+            continue
+        if transport.get("single_copy") == "none":
+            yield rule.finding(
+                "warning", f"{key.benchmark} slower only above the eager limit ({format_size(eager)}): no single "
+                "copy (recorded: none)",
+                "Small messages run at native speed, large ones do not, and the MPI library said it had no "
+                "single-copy mechanism here: large messages are copied twice through shared memory.",
+                f"Grant single-copy rights (podman run --cap-add SYS_PTRACE --pid host, an approach with "
+                f"single_copy = true), or unset a setting that turns it off; {restores}.", **evidence)
+            continue
         yield rule.finding(
-            "warning", f"slower only above the eager limit ({format_size(eager)}): single-copy missing?",
-            "Small messages run at native speed, large ones do not: the container's rendezvous path differs. "
-            "Default container confinement blocks CMA (no CAP_SYS_PTRACE), so large messages are copied twice.",
-            "Run the containers with --cap-add SYS_PTRACE (an approach with single-copy), share /dev/shm and the "
-            "PID namespace; compare again.", subject=_subject(key), cell=_cell(key), baseline=item.baseline,
-            slow_from=format_size(min(slow_sizes)), worst_ratio=round(worst.worst_ratio, 3),
-            worst_at=format_size(worst.worst_size), eager_limit=eager,
-            single_copy=transport.get("single_copy", "not recorded"))
+            "warning", f"{key.benchmark} slower only above the eager limit ({format_size(eager)}): single copy "
+            "missing? (not recorded)",
+            "Small messages run at native speed, large ones do not: the rendezvous path differs. The run did not "
+            "record a single-copy mechanism; a container without CAP_SYS_PTRACE cannot use CMA, so large messages "
+            "would be copied twice.",
+            f"Run the containers with --cap-add SYS_PTRACE (an approach with single_copy = true), share /dev/shm and "
+            f"the PID namespace, and compare again; {restores}.", **evidence)
+
+
+def _single_copy_refused(perf: Performance, row) -> str | None:
+    """What a row's launches recorded of a refused single copy (a CMA or ptrace refusal among their messages, or
+    a probe that said single copy none in a container), else None."""
+    for run in row.runs:
+        launch = perf.launches.get(run) or {}
+        hit = next((hit for hit in match(launch.get("message")) if hit.signature.id in CMA_REFUSED), None)
+        if hit is not None:
+            return hit.signature.id
+    return None
 
 
 @rule("stack-effect", "performance",
@@ -334,7 +386,10 @@ def unbound_by(launch: dict) -> str | None:
     for name in BINDING_VARIABLES:
         if environment.get(name, "").strip().lower() == "none":
             return f"{name}=none"
-    words = shlex.split(launch.get("command") or "")
+    command = launch.get("command") or ""
+    if "none" not in command.lower():  # the common case, without splitting every launch's command
+        return None
+    words = shlex.split(command)
     for index, word in enumerate(words):
         option, _, value = word.partition("=")
         following = words[index + 1:index + 3]
@@ -424,12 +479,34 @@ def _builds_differ(perf: Performance, item) -> bool:
     return own is not None and not _faster_units(own) & _faster_units(item)
 
 
-def _noisy_control(perf: Performance, key) -> str | None:
+#: an effect this many times the A/A control's widest deviation from parity is judged although the control is
+#: not Y: the control measured how far two identical configurations drift apart on this machine, and the effect
+#: lies well beyond that
+BEYOND_CONTROL = 3.0
+
+
+def control_spread(perf: Performance, key) -> float | None:
+    """The A/A control's widest deviation from parity, as a log ratio, over the regime intervals of the row's
+    benchmark (of any benchmark where the control did not run that one); None without a control interval."""
+    controls = [a for a in perf.answers if a.control and a.baseline == SYSTEM and a.key.scope == key.scope]
+    mine = [a for a in controls if a.key.benchmark == key.benchmark] or controls
+    edges = [abs(math.log(edge)) for a in mine for c in a.regimes.values() for edge in (c.ci_low, c.ci_high)
+             if edge > 0 and math.isfinite(edge)]
+    return max(edges) if edges else None
+
+
+def _noisy_control(perf: Performance, key, ratio: float | None = None) -> str | None:
     """The class of the campaign's A/A control against the system MPI when it is not Y (the row's benchmark's
-    first), else None: no control, or one at speed."""
+    first), else None: no control, one at speed, or an effect (``ratio``) at least ``BEYOND_CONTROL`` times the
+    control's widest deviation for that benchmark, which the machine's noise does not explain."""
     controls = [a for a in perf.answers if a.control and a.baseline == SYSTEM and a.key.scope == key.scope]
     controls.sort(key=lambda a: a.key.benchmark != key.benchmark)
-    return controls[0].label if controls and controls[0].label != "Y" else None
+    if not controls or controls[0].label == "Y":
+        return None
+    spread = control_spread(perf, key)
+    if ratio is not None and ratio > 0 and spread is not None and abs(math.log(ratio)) >= BEYOND_CONTROL * spread:
+        return None
+    return controls[0].label
 
 
 def _not_judged(rule, noisy: str, key, cell, effect: str, seen: str, **evidence):
@@ -551,7 +628,7 @@ def faster_than_native(rule, perf: Performance):
             by_cell.setdefault(_cell(item.key), []).append((*_explain(perf, item), item))
     for cell, explained in by_cell.items():
         strength, sentence, evidence, item = min(explained, key=lambda entry: entry[0])
-        noisy = _noisy_control(perf, item.key) if strength == UNEXPLAINED else None
+        noisy = _noisy_control(perf, item.key, evidence["ratio"]) if strength == UNEXPLAINED else None
         if noisy:
             yield _not_judged(rule, noisy, item.key, cell, f"faster at {evidence['faster_at']}",
                               f"{_label(item.key)} beats {evidence['against']} in {item.key.benchmark}",
