@@ -98,4 +98,6 @@ def test_references_load_and_db_version(db, monkeypatch):
     assert [row["value"] for row in rows] == [23914.85]  # LUMI pipeline document, Opensource, Device to Device
     (row,) = rows  # tags once, under "tags": not again beside the fields
     assert row["tags"]["source_label"] == "opensource" and "source_label" not in row
-    assert mpistack("db", "version").stdout.strip() == "0004"
+    from mpistack.store.revision import SCHEMA_REVISION
+
+    assert mpistack("db", "version").stdout.strip() == SCHEMA_REVISION

@@ -46,10 +46,11 @@ VERBS = (
                            "its case ends."),
     Verb("report", "report:report", "Write the report of a campaign: per-size tables and plots, classes, the "
                                     "compatibility matrix, failures."),
-    Verb("doctor", "doctor:doctor", "Why a stack is slow or fails: checks of this host, an image, stored runs or a "
-                                    "planned case, each with its evidence, meaning, fix and public source."),
-    Verb("base", "stack:base_command", "Make a base image without a registry: debootstrap (mmdebstrap without "
-                                       "root) from this host's Debian mirror, then import."),
+    Verb("doctor", "doctor:doctor", "Why a stack is slow or fails: checks of this host, an image, stored runs, a "
+                                    "planned case or output files (FILE...), each with its evidence, meaning, fix "
+                                    "and public source."),
+    Verb("base", "stack:base_command", "Make a base image without a registry: debootstrap (or, without root, "
+                                       "mmdebstrap) from this host's Debian mirror, then import."),
     Verb("db", "db:db_app", "Inspect or migrate the results store."),
     Verb("stack", "stack:stack_app", "Stack recipes: list, show, render, check, build and run MPI container images."),
 )
