@@ -179,6 +179,25 @@ def test_a_slingshot_file_at_tcp_class_is_called_so_like_the_reference(tmp_path)
     assert json.loads(doctor(tmp_path / "bw.out", "--json").stdout)["findings"] == []
 
 
+def test_an_ingested_run_is_read_like_the_reference_as_its_file_is(tmp_path):
+    db, path = tmp_path / "s.db", write(tmp_path, "bw.out", SLINGSHOT_AT_TCP)
+    ingest = subprocess.run([*MPISTACK, "--db", db, "ingest", path, "-t", "system=x", "-t", "approach=container"],
+                            capture_output=True, text=True, env=plain_environment(), timeout=120)
+    assert ingest.returncode == 0, ingest.stderr
+    run = ingest.stderr.split("(run ")[1].split(")")[0]
+    result = doctor("--run", run, "--like", "ref:alps-gh200-mpich-ce", "--json", "--db", db)
+    assert result.returncode == 1, result.stdout + result.stderr
+    finding = next(f for f in json.loads(result.stdout)["findings"] if f["rule"] == "like-reference")
+    assert finding["title"].startswith("TCP-class bandwidth")
+    assert finding["evidence"]["figure"] == "3121 MB/s at 4 MiB"
+    assert finding["evidence"]["reference_figure"].startswith("24008 MB/s at 4 MiB")
+    # the run alone, without a reference, is blamed for nothing; --like with a campaign is refused in one line
+    assert all(f["rule"] != "like-reference" for f in json.loads(doctor("--run", run, "--json", "--db", db).stdout)
+               ["findings"])
+    refused = doctor("--campaign", "x", "--like", "ref:alps-gh200-mpich-ce", "--db", db)
+    assert refused.returncode == 2 and "--like reads output files" in refused.stdout + refused.stderr
+
+
 def test_an_unknown_reference_lists_the_shipped_ones(tmp_path):
     result = doctor(write(tmp_path, "bw.out", SLINGSHOT_AT_TCP), "--like", "ref:nowhere")
     assert result.returncode == 2 and "ref:alps-gh200-mpich-ce" in result.stderr + result.stdout

@@ -28,7 +28,7 @@ def _env(pairs: list[str] | None) -> dict[str, str]:
 
 def doctor(
     files: Annotated[Optional[list[str]], typer.Argument(metavar="FILE", show_default=False, help="Output files to read as they are (OSU text with launcher noise, mpistack-bench JSON, a whole slurm-N.out; '-': standard input); no store needed.")] = None,
-    like: Annotated[Optional[str], typer.Option("--like", metavar="ref:NAME", help="With FILE: read the figures against this shipped reference (mpistack references) and its kind of system.")] = None,
+    like: Annotated[Optional[str], typer.Option("--like", metavar="ref:NAME", help="With FILE or --run N: read the figures against this shipped reference (mpistack references) and its kind of system.")] = None,
     signatures: Annotated[bool, typer.Option("--signatures", help="List the known messages (the signature bank): id, verdict, meaning, fix, source.")] = False,
     image: Annotated[Optional[str], typer.Option("--image", metavar="IMG", help="Probe inside this image (with the engine).")] = None,
     run_id: Annotated[Optional[int], typer.Option("--run", metavar="ID", help="Diagnose one stored run.")] = None,
@@ -53,7 +53,9 @@ def doctor(
     settings = _env(env)
     chosen = [name for name, given in (("--image", image), ("--run", run_id), ("--campaign", campaign),
                                        ("--stack", stack)) if given is not None]
-    if signatures or files or like is not None:
+    if like is not None and not files and not signatures and chosen and chosen != ["--run"]:
+        fail(f"--like reads output files (FILE...) or one run (--run N), not {' and '.join(chosen)}")
+    if signatures or files or (like is not None and run_id is None):
         from .doctor_files import doctor_files
 
         doctor_files(files or [], like, signatures, as_json, others=chosen)
@@ -85,6 +87,8 @@ def doctor(
         findings = diagnose("image", facts)
     elif run_id is not None or campaign is not None:
         findings, looked_at, configurations = _stored(run_id, campaign, db)
+        if like is not None:
+            findings += _like_run(run_id, like, db)
     elif stack is not None:
         findings, looked_at = _plan(stack, approach, ranks, host_mpi, settings)
     else:
@@ -131,6 +135,22 @@ def once_per_host(findings):
         else:
             kept[key] = finding
     return list(kept.values())
+
+
+def _like_run(run_id, like, db):
+    """An ingested run's figures read against a shipped reference, as a file's are (doctor/like.py)."""
+    from ..doctor import diagnose
+    from ..doctor.like import UnknownReference, figure_of_results, load
+    from ..store.query import Where, query_results
+
+    try:
+        reference = load(like)
+    except UnknownReference as error:
+        fail(str(error))
+    figure = figure_of_results(query_results(database(db, must_exist=True), [Where("run", "=", run_id)]),
+                               f"run {run_id}")
+    reference.figures = [figure] if figure is not None else []
+    return diagnose("file", reference)
 
 
 def _stored(run_id, campaign, db):

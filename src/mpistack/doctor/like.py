@@ -1,7 +1,8 @@
 """Figures of a file read against a published reference mpistack ships (``mpistack doctor FILE --like
 ref:NAME``): the reference says what its kind of system reaches (its best row: the fabric's) and, where it
 publishes one, what the same system reaches when it falls back (a row at TCP's level); the file's figures are
-placed between them. Without a reference the doctor says only what the text proves."""
+placed between them. An ingested run is read alike (``mpistack doctor --run N --like ref:NAME``). Without a
+reference the doctor says only what the text proves."""
 
 from __future__ import annotations
 
@@ -50,14 +51,30 @@ def figure_of(run: ParsedRun, label: str) -> Figure | None:
     values = metrics.get(metric)
     if values is None or not len(values):
         return None
-    pairs = [(size, value) for size, value in zip(sizes, values) if value == value]
+    return _figure(run.benchmark, metric, zip(sizes, values), run.provenance.nodes, run.provenance.buffers, label)
+
+
+def figure_of_results(results: list[dict], label: str) -> Figure | None:
+    """The same figure from one stored run's results (``mpistack doctor --run N --like``): rows as the store's
+    query_results gives them, each with its run's benchmark, nodes and buffers."""
+    if not results:
+        return None
+    first = results[0]
+    metric = metric_of(first["benchmark"]).name
+    pairs = [(row["size"], row["value"]) for row in results if row["metric"] == metric and row["value"] is not None]
+    return _figure(first["benchmark"], metric, pairs, first.get("nodes"), first.get("buffers"), label)
+
+
+def _figure(benchmark: str, metric: str, sized, nodes: int | None, buffers: str | None,
+            label: str) -> Figure | None:
+    pairs = [(size, value) for size, value in sized if value == value]  # NaN: a size without a figure
     if not pairs:
         return None
     if metric == "bandwidth":
         size, value = max(pairs, key=lambda pair: pair[1])
     else:
         size, value = min(pairs, key=lambda pair: pair[0])
-    return Figure(run.benchmark, metric, size, value, run.provenance.nodes, run.provenance.buffers, label)
+    return Figure(benchmark, metric, size, value, nodes, buffers, label)
 
 
 def load(name: str) -> LikeSubject:
