@@ -35,7 +35,7 @@ def test_ucx_and_open_mpi_are_configured_cuda_aware(containerfile):
     assert ("./contrib/configure-release --prefix=/opt/ucx --without-go --disable-doxygen-doc --enable-mt "
             "--with-cuda=/usr/local/cuda") in containerfile
     assert ("./configure --prefix=/opt/openmpi --with-ucx=/opt/ucx --with-cuda=/usr/local/cuda "
-            "--with-cuda-libdir=/usr/local/cuda/lib64/stubs --disable-mpi-fortran") in containerfile
+            "--with-cuda-libdir=/usr/local/cuda/lib64/stubs --disable-mpi-fortran --disable-oshmem --disable-io-romio") in containerfile
     assert "--enable-cuda --with-cuda-include=/usr/local/cuda/include" in containerfile  # OSU 7.4
     assert "MPICC=/opt/openmpi/bin/mpicc BUILD=/tmp/mpistack-bench-build CUDA=/usr/local/cuda" in containerfile
 
@@ -56,7 +56,7 @@ def test_the_host_script_builds_the_same_components_into_one_prefix(script):
     assert ('./contrib/configure-release --prefix="$prefix" --without-go --disable-doxygen-doc --enable-mt '
             '--with-cuda="$cuda"') in text
     assert ('./configure --prefix="$prefix" --with-ucx="$prefix" --with-cuda="$cuda" '
-            '--with-cuda-libdir="$cuda"/lib64/stubs --disable-mpi-fortran') in text
+            '--with-cuda-libdir="$cuda"/lib64/stubs --disable-mpi-fortran --disable-oshmem --disable-io-romio') in text
     assert 'CC="$prefix"/bin/mpicc' in text and "--enable-cuda" in text
     assert "ldconfig" not in text and "sudo" not in text  # no root needed
     # both the upstream release and Debian's orig tarball are accepted, each with its own pin
