@@ -33,7 +33,7 @@ def script(tmp_path_factory) -> Path:
 
 def test_ucx_and_open_mpi_are_configured_cuda_aware(containerfile):
     assert ("./contrib/configure-release --prefix=/opt/ucx --without-go --disable-doxygen-doc --enable-mt "
-            "--with-cuda=/usr/local/cuda") in containerfile
+            "--with-cuda=/usr/local/cuda CFLAGS=-Wno-error") in containerfile
     assert ("./configure --prefix=/opt/openmpi --with-ucx=/opt/ucx --with-cuda=/usr/local/cuda "
             "--with-cuda-libdir=/usr/local/cuda/lib64/stubs --disable-mpi-fortran --disable-oshmem --disable-io-romio") in containerfile
     assert "--enable-cuda --with-cuda-include=/usr/local/cuda/include" in containerfile  # OSU 7.4
@@ -54,7 +54,7 @@ def test_the_host_script_builds_the_same_components_into_one_prefix(script):
     text = script.read_text()
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
     assert ('./contrib/configure-release --prefix="$prefix" --without-go --disable-doxygen-doc --enable-mt '
-            '--with-cuda="$cuda"') in text
+            '--with-cuda="$cuda" CFLAGS=-Wno-error') in text
     assert ('./configure --prefix="$prefix" --with-ucx="$prefix" --with-cuda="$cuda" '
             '--with-cuda-libdir="$cuda"/lib64/stubs --disable-mpi-fortran --disable-oshmem --disable-io-romio') in text
     assert 'CC="$prefix"/bin/mpicc' in text and "--enable-cuda" in text
