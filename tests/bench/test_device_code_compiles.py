@@ -4,6 +4,8 @@ CUDA: against the CUDA runtime's real headers and libcudart from PyPI (nvidia-cu
 in the test extra), laid out as a toolkit (include/, lib64/) so that `make -C bench CUDA=DIR` builds and links the
 real thing, with Debian's MPICH and Open MPI (their MPIX_GPU_query_support and MPIX_Query_cuda_support paths).
 Run here, the binary meets a runtime without a driver: it must say so in one line and exit 2, not crash.
+Built against a double of the runtime whose one "device" has host memory (stubs/cuda/fake_cudart.c), the device
+code runs end to end: placements, validation copied back from the device, the accelerator JSON section.
 ROCm: HIP's headers come only with ROCm, so that path still compiles against the stand-in in stubs/rocm."""
 
 import json
@@ -47,6 +49,19 @@ def cuda_toolkit(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def double_toolkit(cuda_toolkit, tmp_path_factory) -> Path:
+    """The real headers, and a libcudart.so that is the test double."""
+    root = tmp_path_factory.mktemp("cuda-double")
+    (root / "include").symlink_to(cuda_toolkit / "include")
+    (root / "lib64").mkdir()
+    result = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
+                             "-Wl,-soname,libcudart.so", f"-I{root / 'include'}", str(STUBS / "cuda" / "fake_cudart.c"),
+                             "-o", str(root / "lib64" / "libcudart.so")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return root
+
+
 def build(mpi: str, build_dir: Path, **make_vars: str) -> Path:
     cc = lib.MPIS[mpi]["cc"]
     if shutil.which(cc) is None:
@@ -65,6 +80,18 @@ def cuda_builds(cuda_toolkit, tmp_path_factory) -> dict:
     def get(mpi: str) -> Path:
         if mpi not in cache:
             cache[mpi] = build(mpi, tmp_path_factory.mktemp(f"cuda-{mpi}"), CUDA=str(cuda_toolkit))
+        return cache[mpi]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def double_builds(double_toolkit, tmp_path_factory) -> dict:
+    cache: dict = {}
+
+    def get(mpi: str) -> Path:
+        if mpi not in cache:
+            cache[mpi] = build(mpi, tmp_path_factory.mktemp(f"double-{mpi}"), CUDA=str(double_toolkit))
         return cache[mpi]
 
     return get
@@ -133,3 +160,51 @@ def test_rocm_code_path_compiles_against_the_stand_in(mpi):
                f"-I{STUBS / 'rocm' / 'include'}", *sources]
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def run_double(double_builds, mpi: str, *args: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess, list]:
+    out = tmp_path / f"{mpi}.json"
+    result = subprocess.run([*lib.MPIS[mpi]["run"], "2", str(double_builds(mpi)), *args, "-c", "-m", "1:4096", "-i", "5",
+                             "-x", "1", "--json", str(out)], capture_output=True, text=True, timeout=300,
+                            env=lib.bench_env())
+    assert result.returncode == 0, result.stdout + result.stderr
+    documents = json.loads(out.read_text())
+    return result, documents if isinstance(documents, list) else [documents]
+
+
+@pytest.mark.parametrize("mpi, query", [("mpich", "MPIX_GPU_query_support"), ("openmpi", "MPIX_Query_cuda_support")])
+def test_device_buffers_are_validated_and_described(double_builds, mpi, query, tmp_path, schema):
+    """D D through the double: every size passes validation (the received data copied back from the "device"),
+    and the document says which device each rank took and what the MPI said of device buffers."""
+    import jsonschema
+
+    result, (document,) = run_double(double_builds, mpi, "latency", "-d", "cuda", "D", "D", tmp_path=tmp_path)
+    assert "# Send Buffer on DEVICE (D) and Receive Buffer on DEVICE (D)" in result.stdout
+    jsonschema.validate(document, schema)
+    assert [entry["validation"] for entry in document["results"]] == ["pass"] * 13
+    assert document["title"] == "OSU MPI-CUDA Latency Test"
+    assert document["options"]["buffers"] == "D D"
+    accelerator = document["accelerator"]
+    assert accelerator["api"] == "cuda" and accelerator["name"] == "mpistack test double"
+    assert accelerator["driver_version"] == "12.4" and accelerator["runtime_version"].startswith("13.")
+    # Debian's MPICH and Open MPI are built without CUDA, and their query functions say so
+    assert (accelerator["mpi_device_buffers"], accelerator["mpi_query"]) == (False, query)
+    assert accelerator["local_rank_from"] == "MPI_Comm_split_type"
+    assert [(r["local_rank"], r["device"]) for r in accelerator["ranks"]] == [(0, 0), (1, 0)]
+
+
+@pytest.mark.parametrize("args, buffers", [
+    (["--suite", "bw,bibw", "-d", "cuda", "H", "D"], ["H D", "H D"]),
+    (["--suite", "latency,allreduce", "-d", "managed"], ["M M", "M"]),
+    (["--suite", "bw,allreduce", "-d", "cuda", "D", "H"], ["D H", "D"]),
+])
+def test_every_placement_validates(double_builds, args, buffers, tmp_path):
+    _, documents = run_double(double_builds, "mpich", *args, tmp_path=tmp_path)
+    assert [document["options"]["buffers"] for document in documents] == buffers
+    for document in documents:
+        assert {entry["validation"] for entry in document["results"]} == {"pass"}, document["benchmark"]
+
+
+def test_host_buffers_in_a_cuda_build_write_no_accelerator_section(double_builds, tmp_path):
+    _, (document,) = run_double(double_builds, "mpich", "latency", tmp_path=tmp_path)
+    assert "accelerator" not in document and document["options"]["device"] == "none"
