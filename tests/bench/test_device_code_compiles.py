@@ -73,28 +73,26 @@ def build(mpi: str, build_dir: Path, **make_vars: str) -> Path:
     return build_dir / "mpistack-bench"
 
 
-@pytest.fixture(scope="module")
-def cuda_builds(cuda_toolkit, tmp_path_factory) -> dict:
+def builds_against(toolkit: Path, factory, label: str):
+    """get(mpi): mpistack-bench built with that MPI and CUDA=toolkit, once per module."""
     cache: dict = {}
 
     def get(mpi: str) -> Path:
         if mpi not in cache:
-            cache[mpi] = build(mpi, tmp_path_factory.mktemp(f"cuda-{mpi}"), CUDA=str(cuda_toolkit))
+            cache[mpi] = build(mpi, factory.mktemp(f"{label}-{mpi}"), CUDA=str(toolkit))
         return cache[mpi]
 
     return get
 
 
 @pytest.fixture(scope="module")
-def double_builds(double_toolkit, tmp_path_factory) -> dict:
-    cache: dict = {}
+def cuda_builds(cuda_toolkit, tmp_path_factory):
+    return builds_against(cuda_toolkit, tmp_path_factory, "cuda")
 
-    def get(mpi: str) -> Path:
-        if mpi not in cache:
-            cache[mpi] = build(mpi, tmp_path_factory.mktemp(f"double-{mpi}"), CUDA=str(double_toolkit))
-        return cache[mpi]
 
-    return get
+@pytest.fixture(scope="module")
+def double_builds(double_toolkit, tmp_path_factory):
+    return builds_against(double_toolkit, tmp_path_factory, "double")
 
 
 @pytest.mark.parametrize("mpi, query", [("mpich", "MPIX_GPU_query_support"), ("openmpi", "MPIX_Query_cuda_support")])
