@@ -18,7 +18,8 @@ in ABBA order (mpistack-bench, OSU, OSU, mpistack-bench); and gives the Open MPI
 CUDA-aware, device buffers, to keep what it prints for the doctor. OUT receives the logs, every output,
 results.json and table.md: per placement and size, each tool's median of its launches, their ratio, and OSU's
 own spread between its two launches (the noise the ratio is read against). Sized for about 8 minutes on 16
-cores: most of it is the Open MPI build (--reuse skips the builds whose results are still there).
+cores: most of it is the Open MPI build (--build-only stops after the builds; --reuse skips the builds whose
+results are still there, so a build and a measurement can also be two calls).
 
 Exit status: 0 every step ran; 1 a build or a measurement failed (what ran is kept in OUT); 2 a bad
 command line or a machine that lacks what the check needs (nvcc, a GPU, the sources): one line says which."""
@@ -31,6 +32,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -77,10 +79,22 @@ def arguments(argv: list[str]) -> argparse.Namespace:
                      help="where the stack is built (default: .gpu-check/ in the repository)")
     run.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel make jobs")
     run.add_argument("--reuse", action="store_true", help="keep what an earlier run built under --prefix")
+    run.add_argument("--build-only", action="store_true", help="build, then stop (a later --reuse measures)")
     run.add_argument("--timeout", type=float, default=90.0, help="seconds one launch may take")
+    run.add_argument("--sizes", default=SIZES, metavar="MIN:MAX", help=f"message sizes (default {SIZES})")
+    run.add_argument("--iterations", type=int, metavar="N", help="timed iterations per size, for a quick trial "
+                     "(default: OSU's counts)")
+    run.add_argument("--budget", type=float, default=540.0, help="seconds after which no further launch starts "
+                     "(the table is written with what ran; default 540, inside the device machine's 10 minutes)")
     args = parser.parse_args(argv)
     if getattr(args, "jobs", 1) < 1:
         raise CheckError(f"argument --jobs: expected a positive number (got {args.jobs})")
+    if getattr(args, "iterations", None) is not None and args.iterations < 1:
+        raise CheckError(f"argument --iterations: expected a positive number (got {args.iterations})")
+    if not re.fullmatch(r"\d+:\d+", getattr(args, "sizes", SIZES)):
+        raise CheckError(f"argument --sizes: expected MIN:MAX in bytes, e.g. {SIZES} (got {args.sizes!r})")
+    if getattr(args, "budget", 1.0) <= 0:
+        raise CheckError(f"argument --budget: expected a positive number of seconds (got {args.budget})")
     if getattr(args, "timeout", 1.0) <= 0:
         raise CheckError(f"argument --timeout: expected a positive number of seconds (got {args.timeout})")
     return args
@@ -259,28 +273,36 @@ def _gpu() -> dict:
 
 
 class Log:
-    def __init__(self, out: Path):
+    def __init__(self, out: Path, deadline: float):
         self.out = out
+        self.deadline = deadline  # time.monotonic() after which launches are skipped
         self.steps: list[dict] = []
 
     def run(self, name: str, argv: list[str], env: dict | None = None, timeout: float | None = None,
             cwd: Path | None = None) -> subprocess.CompletedProcess:
-        """Run a step; its output goes to OUT/NAME.txt; its command, status and time to results.json."""
+        """Run a step, its output written to OUT/NAME.txt and NAME.err as it comes (a step cut short by the
+        device machine's limit leaves what it printed); its command, status and time go to results.json."""
         start = time.monotonic()
-        try:
-            result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd,
-                                    errors="replace")
-        except subprocess.TimeoutExpired as expired:
-            result = subprocess.CompletedProcess(argv, 124, _text(expired.stdout), _text(expired.stderr))
+        stdout, stderr = self.out / f"{name}.txt", self.out / f"{name}.err"
+        with stdout.open("w") as out, stderr.open("w") as err:
+            err.write(f"$ {' '.join(argv)}\n")
+            err.flush()
+            # a session of its own, so that a launch past its time is ended with every rank it started
+            process = subprocess.Popen(argv, stdout=out, stderr=err, env=env, cwd=cwd, start_new_session=True)
+            try:
+                status = process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                status = 124
         seconds = time.monotonic() - start
-        (self.out / f"{name}.txt").write_text(f"$ {' '.join(argv)}\n{result.stdout}\n--- stderr\n{result.stderr}")
-        self.steps.append({"step": name, "command": argv, "status": result.returncode, "seconds": round(seconds, 1)})
-        print(f"{name}: status {result.returncode}, {seconds:.0f} s", flush=True)
-        return result
+        self.steps.append({"step": name, "command": argv, "status": status, "seconds": round(seconds, 1)})
+        print(f"{name}: status {status}, {seconds:.0f} s", flush=True)
+        return subprocess.CompletedProcess(argv, status, stdout.read_text(errors="replace"),
+                                           stderr.read_text(errors="replace"))
 
-
-def _text(data: object) -> str:
-    return data.decode(errors="replace") if isinstance(data, bytes) else str(data or "")
+    def out_of_time(self) -> bool:
+        return time.monotonic() > self.deadline
 
 
 def osu_rows(text: str) -> dict[int, float]:
@@ -310,20 +332,28 @@ def _extract_wheel(wheel: Path, prefix: Path) -> Path:
 
 
 def _launch(prefix: Path, program: list[str]) -> list[str]:
-    # Open MPI over UCX (the CUDA-aware path), ranks bound to cores; as root too (the device machine's user)
+    # Open MPI over UCX (the CUDA-aware path), ranks bound to cores, as root too (the device machine's user).
+    # Open MPI 4.1 takes UCX only where its pml_ucx_tls/devices find an RDMA device; a node without one is
+    # let through to UCX's shared memory and CUDA transports.
     return [str(prefix / "bin" / "mpirun"), "-n", "2", "--bind-to", "core", "--mca", "pml", "ucx",
+            "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any",
             "-x", "UCX_WARN_UNUSED_ENV_VARS=n", *program]
 
 
-def _program(tool: str, benchmark: str, placement: str, stack: Path, bench: Path, out: Path, tag: str) -> list[str]:
+def _osu_binary(stack: Path, benchmark: str) -> Path:
+    return stack / "libexec" / "osu-micro-benchmarks" / "mpi" / OSU_DIR[benchmark] / f"osu_{benchmark}"
+
+
+def _program(tool: str, benchmark: str, placement: str, stack: Path, bench: Path, out: Path, tag: str,
+             args: argparse.Namespace) -> list[str]:
     device = ["-d", "cuda", *placement.split()] if placement != "H H" else []
+    counts = ["-i", str(args.iterations), "-x", "1"] if args.iterations else []
     if tool == "osu":
-        osu = stack / "libexec" / "osu-micro-benchmarks" / "mpi" / OSU_DIR[benchmark] / f"osu_{benchmark}"
-        return [str(osu), "-m", SIZES, *device]
-    return [str(bench), benchmark, "-m", SIZES, "--json", str(out / f"{tag}.json"), *device]
+        return [str(_osu_binary(stack, benchmark)), "-m", args.sizes, *counts, *device]
+    return [str(bench), benchmark, "-m", args.sizes, *counts, "--json", str(out / f"{tag}.json"), *device]
 
 
-def _measure(log: Log, tools: list[str], stack: Path, bench: Path, env: dict, timeout: float) -> dict:
+def _measure(log: Log, tools: list[str], stack: Path, bench: Path, env: dict, args: argparse.Namespace) -> dict:
     """Every launch, ABBA per placement and benchmark: {placement: {benchmark: {tool: [rows, ...]}}}."""
     figures: dict = {}
     for placement in PLACEMENTS:
@@ -332,8 +362,11 @@ def _measure(log: Log, tools: list[str], stack: Path, bench: Path, env: dict, ti
                 if tool not in tools:
                     continue
                 tag = f"{benchmark}-{placement.replace(' ', '')}-{index}-{tool}"
-                argv = _launch(stack, _program(tool, benchmark, placement, stack, bench, log.out, tag))
-                result = log.run(tag, argv, env=env, timeout=timeout)
+                if log.out_of_time():
+                    log.steps.append({"step": tag, "status": None, "skipped": "past --budget"})
+                    continue
+                argv = _launch(stack, _program(tool, benchmark, placement, stack, bench, log.out, tag, args))
+                result = log.run(tag, argv, env=env, timeout=args.timeout)
                 rows = osu_rows(result.stdout) if result.returncode == 0 else {}
                 figures.setdefault(placement, {}).setdefault(benchmark, {}).setdefault(tool, []).append(rows)
     return figures
@@ -373,7 +406,7 @@ def run(args: argparse.Namespace) -> int:
     gpu = _gpu()
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    log = Log(out)
+    log = Log(out, time.monotonic() + args.budget)
     stack, plain = args.prefix / "stack", args.prefix / "plain-mpi"
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "LD_LIBRARY_PATH": f"{stack / 'lib'}:{os.environ.get('LD_LIBRARY_PATH', '')}".rstrip(":")}
@@ -381,7 +414,9 @@ def run(args: argparse.Namespace) -> int:
     failed = False
 
     # the stack, then mpistack-bench with its mpicc and this CUDA
-    if not (args.reuse and (stack / "bin" / "mpirun").is_file()):
+    wanted = [stack / "bin" / "mpirun", stack / "bin" / "ucx_info"] + \
+        ([_osu_binary(stack, "latency"), _osu_binary(stack, "bw")] if "osu" in tools else [])
+    if not (args.reuse and all(path.is_file() for path in wanted)):
         built = log.run("build-stack", ["bash", str(args.sources / BUILD_SCRIPT), str(args.sources), str(stack),
                                         str(cuda)], env={**env, "JOBS": str(args.jobs)})
         if built.returncode != 0:
@@ -391,9 +426,15 @@ def run(args: argparse.Namespace) -> int:
                                             f"BUILD={bench.parent}", f"CUDA={cuda}"], env=env)
     if made.returncode != 0:
         return _finish(log, {"gpu": gpu, "cuda": str(cuda)}, [], "", 1)
+    # what the stack says of CUDA: UCX's cuda_copy/cuda_ipc transports, Open MPI's CUDA support
+    log.run("ucx-info", [str(stack / "bin" / "ucx_info"), "-v", "-d"], env=env, timeout=60)
+    log.run("ompi-info", [str(stack / "bin" / "ompi_info"), "--parsable", "--all"], env=env, timeout=60)
+    if args.build_only:
+        return _finish(log, {"gpu": gpu, "cuda": str(cuda)}, [], "(built only: measure with --reuse)\n", 0)
     nvcc = subprocess.run([str(cuda / "bin" / "nvcc"), "--version"], capture_output=True, text=True).stdout
     facts = {"gpu": gpu, "cuda": str(cuda), "nvcc": nvcc.strip().splitlines()[-1] if nvcc.strip() else "",
-             "stack": manifest["stack"], "tarballs": manifest["tarballs"], "order": ORDER, "sizes": SIZES}
+             "stack": manifest["stack"], "tarballs": manifest["tarballs"], "order": ORDER, "sizes": args.sizes,
+             "iterations": args.iterations or "OSU's"}
 
     # device buffers checked once per placement (-c): received data copied back to the host and compared
     for placement in VALIDATED:
@@ -403,13 +444,19 @@ def run(args: argparse.Namespace) -> int:
                                                "cuda", *placement.split()]), env=env, timeout=args.timeout)
         failed |= checked.returncode != 0
 
-    figures = _measure(log, tools, stack, bench, env, args.timeout)
+    figures = _measure(log, tools, stack, bench, env, args)
     rows, text = table(figures, tools)
     failed |= any(step["status"] != 0 for step in log.steps)
 
     # an MPI built without CUDA given device buffers: what it prints, for the doctor's rules
+    if log.out_of_time():
+        return _finish(log, facts, rows, text, 1)
     wheel = args.sources / manifest["plain_mpi"]["file"]
-    plain_env = {**env, "OPAL_PREFIX": str(_extract_wheel(wheel, plain))}
+    try:
+        plain_env = {**env, "OPAL_PREFIX": str(_extract_wheel(wheel, plain))}
+    except (zipfile.BadZipFile, OSError) as error:
+        log.steps.append({"step": "plain-mpi", "status": None, "error": f"{wheel.name}: {error}"})
+        return _finish(log, facts, rows, text, 1)
     plain_bench = args.prefix / "bench-plain" / "mpistack-bench"
     if log.run("build-mpistack-bench-plain-mpi", ["make", "-s", "-C", str(REPO / "bench"),
                                                   f"MPICC={plain / 'bin' / 'mpicc'}", f"BUILD={plain_bench.parent}",

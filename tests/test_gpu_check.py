@@ -121,3 +121,66 @@ def test_the_table_sets_each_tools_median_against_the_other_and_osus_own_spread(
     assert "| D D | latency | 1 | 2.10 | 2.25 | 0.933 | 25.0% |" in text
     # a size no launch reached, and a tool that did not run, are shown as such
     assert "| D D | latency | 8 | - | - | - | - |" in text
+
+
+def wheel_cuda_include() -> Path | None:
+    for entry in sys.path:
+        include = Path(entry) / "nvidia" / "cu13" / "include"
+        if (include / "cuda_runtime_api.h").is_file():
+            return include
+    return None
+
+
+@pytest.fixture
+def stand_in_gpu(tmp_path, nvcc_on_path) -> tuple[Path, Path, str]:
+    """A CUDA directory whose libcudart is the test double (one 'device' with host memory), an nvidia-smi that
+    lists one GPU, and, as the built stack, Debian's Open MPI 4.1.4 and UCX 1.13.1: (cuda, prefix, PATH)."""
+    import shutil
+
+    include = wheel_cuda_include()
+    if include is None:
+        pytest.skip("the CUDA runtime wheels are not installed (the test extra)")
+    host = {"mpirun": "mpirun.openmpi", "mpicc": "mpicc.openmpi", "ompi_info": "ompi_info", "ucx_info": "ucx_info"}
+    if any(shutil.which(name) is None for name in host.values()):
+        pytest.skip("Debian's Open MPI and UCX are not installed")
+    cuda = Path(nvcc_on_path.split(":")[0]).parent  # the stand-in nvcc's directory, made a toolkit
+    (cuda / "include").symlink_to(include)
+    (cuda / "lib64").mkdir()
+    double = REPO / "tests" / "bench" / "stubs" / "cuda" / "fake_cudart.c"
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libcudart.so", f"-I{include}", str(double), "-o",
+                    str(cuda / "lib64" / "libcudart.so")], check=True)
+    stack = tmp_path / "prefix" / "stack" / "bin"
+    stack.mkdir(parents=True)
+    for name, command in host.items():
+        (stack / name).symlink_to(shutil.which(command))
+    smi = tmp_path / "smi"
+    smi.mkdir()
+    (smi / "nvidia-smi").write_text("#!/bin/sh\necho 'NVIDIA stand-in, 550.00'\n")
+    (smi / "nvidia-smi").chmod(0o755)
+    return cuda, tmp_path / "prefix", f"{smi}:{nvcc_on_path}"
+
+
+def test_a_run_on_a_stand_in_gpu_fills_the_table(tmp_path, sources, stand_in_gpu):
+    """The whole run but the stack build (--reuse) with a double for the GPU: every placement validated, each
+    launch in the table; the wheel here is not a wheel, so the last step fails and the status is 1."""
+    cuda, prefix, path = stand_in_gpu
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, str(SCRIPT), "run", "--sources", str(sources), "--out", str(out),
+                             "--cuda", str(cuda), "--prefix", str(prefix), "--reuse", "--sizes", "1:1024",
+                             "--iterations", "5", "--timeout", "120"], capture_output=True, text=True,
+                            env={"PATH": path, "HOME": str(tmp_path)}, timeout=1200)
+    assert result.returncode == 1, result.stdout + result.stderr
+    steps = {step["step"]: step for step in json.loads((out / "results.json").read_text())["steps"]}
+    for placement in ("DD", "HD", "DH", "MM"):
+        assert steps[f"validate-{placement}"]["status"] == 0, (out / f"validate-{placement}.err").read_text()
+        documents = json.loads((out / f"validate-{placement}.json").read_text())
+        assert {entry["validation"] for document in documents for entry in document["results"]} == {"pass"}
+    launches = [name for name in steps if name.startswith(("latency-", "bw-"))]
+    assert len(launches) == 12 and all(steps[name]["status"] == 0 for name in launches)  # ABBA without OSU
+    assert list(steps)[-1] == "plain-mpi" and steps["plain-mpi"]["status"] is None
+    table = (out / "table.md").read_text()
+    assert table.startswith("# D D, H D and H H on NVIDIA stand-in (driver 550.00, Cuda compilation tools")
+    for placement in ("D D", "H D", "H H"):
+        row = next(line for line in table.splitlines() if line.startswith(f"| {placement} | latency | 1024 |"))
+        mine, osu = row.split("|")[4:6]
+        assert float(mine) > 0 and osu.strip() == "-"
