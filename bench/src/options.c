@@ -210,7 +210,7 @@ static int set_validation(parse_state_t *ps, const char *arg)
 
 static int set_accelerator(parse_state_t *ps, const char *arg)
 {
-    ps->o->managed = strcasecmp(arg, "managed") == 0; /* OSU 7.x's -d managed */
+    ps->o->managed = strcasecmp(arg, "managed") == 0; /* CUDA, managed memory (OSU: -d cuda M M) */
     if (strcasecmp(arg, "cuda") == 0 || ps->o->managed)
         ps->o->device = DEV_CUDA;
     else if (strcasecmp(arg, "rocm") == 0)

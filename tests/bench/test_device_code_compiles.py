@@ -122,7 +122,8 @@ def test_cuda_build_without_a_driver_says_so_and_exits_2(cuda_builds, mpi):
 @pytest.mark.parametrize("command_line", [
     ["latency", "-d", "cuda", "D", "D"],  # OSU 7.4's own form
     ["latency", "D", "H"],                # -d cuda implied by a CUDA build
-    ["bw", "-d", "managed"],              # OSU's -d managed: managed memory (M M)
+    ["bw", "-d", "managed"],              # managed memory (M M), a shorthand of ours
+    ["bw", "-d", "cuda", "M", "M"],       # OSU's spelling of it
     ["bibw", "-d", "cuda", "H", "D"],
     ["allreduce", "-d", "cuda"],
 ])
