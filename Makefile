@@ -8,7 +8,7 @@ DB ?= mpistack.db
 # CI sets CI=true: bench builds then fail on any warning
 WERROR := $(if $(filter true,$(CI)),1,0)
 
-.PHONY: run test host venv bench bench-startup bench-store bench-recipes bench-report agreement agreement-replay doctor-check soak bench-build lint clean help
+.PHONY: run test host venv bench bench-startup bench-store bench-recipes bench-report agreement agreement-replay doctor-check soak bench-build gpu-sources lint clean help
 
 help:
 	@echo "make run          set up this machine, then run the default job"
@@ -22,6 +22,7 @@ help:
 	@echo "make doctor-check the fault campaign into faults.db, then the doctor scored on it"
 	@echo "make soak         small campaigns at once into shared and own stores, killed and resumed: lost, duplicates, orphans"
 	@echo "make -C bench sweep   mpistack-bench sweep speed (one launch, adaptive vs OSU-style)"
+	@echo "make gpu-sources  what the D D check carries to a GPU machine, into .gpu-sources/ (docs/methodology.md 11)"
 
 host:
 	bash scripts/setup-host.sh
@@ -34,6 +35,10 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 venv: $(VENV)/.installed
+
+# The build script, tarballs and wheel benchmarks/gpu_check.py needs on a GPU machine without a network.
+gpu-sources: host venv
+	$(VPY) benchmarks/gpu_check.py prepare --sources .gpu-sources
 
 bench-build: host
 	$(MAKE) -C bench MPICC=mpicc.mpich BUILD=build-mpich WERROR=$(WERROR)

@@ -26,6 +26,8 @@ packages=(
   mmdebstrap
   # stack recipes: the rendered download+verify step is run by the checksum tests
   curl
+  # benchmarks/gpu_check.py prepare: ./autogen.sh on Debian's UCX tarball, which has no configure script
+  autoconf automake libtool
   # demo Slurm cluster (scripts/slurm-cluster): slurmctld, slurmd, client commands, munge; iproute2
   # and util-linux (ip, nsenter, unshare) for its node namespaces
   slurm-wlm munge iproute2 util-linux

@@ -130,6 +130,7 @@ typedef struct {
     int full, validate;
     char src, dst; /* 'H', 'D', 'M' */
     int device;
+    int managed; /* -d managed: CUDA managed memory (collectives; M M by default point-to-point) */
     const char *json_path;
     int format_json;
     double stop_ci; /* 0: adaptive mode off */
@@ -270,9 +271,31 @@ unsigned char pattern_byte(size_t i, size_t size, long iter, long seed);
 void fill_pattern(unsigned char *h, size_t n, size_t size, long iter, long seed);
 long check_pattern(const unsigned char *h, size_t n, size_t size, long iter, long seed);
 unsigned char *corrupt_in_test_build(unsigned char *received, size_t n);
-int device_init(int device, char *err, size_t errlen);
-void device_finalize(int device);
+
+/* device.c: the accelerator (CUDA or ROCm builds only): device per local rank, what it is, and
+ * whether the MPI library says it takes device buffers */
+typedef struct {
+    int local_rank;           /* this rank's index on its node */
+    char local_rank_from[32]; /* MPI_Comm_split_type, or the launcher variable it came from */
+    int index, count;         /* the device taken, of count on the node */
+    char name[256];
+    char pci_bus_id[32];
+    int driver_version, runtime_version; /* as the runtime encodes them (CUDA: 1000*major + 10*minor) */
+    int mpi_support;          /* the MPI library takes device buffers: 1, 0, or -1 when it cannot say */
+    char mpi_query[40];       /* the call that answered */
+} device_info_t;
+
+typedef struct {
+    int local_rank, index;
+    char pci_bus_id[32];
+} device_rank_t;
+
 int device_compiled(int device);
+int device_init(int device, MPI_Comm comm, char *err, size_t errlen); /* collective with a device */
+int device_active(void);
+const device_info_t *device_info(void);
+const device_rank_t *device_ranks(void); /* rank 0: one per rank; NULL without a device */
+void device_finalize(int device);
 
 /* json.c: JSON writing */
 void json_string(FILE *f, const char *s);

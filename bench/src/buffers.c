@@ -1,4 +1,5 @@
-/* Buffer placement (host, device, managed), validation patterns. */
+/* Buffer placement (host, device, managed), validation patterns. The device a buffer lives on
+ * is the one device.c selected. */
 #include "bench.h"
 
 #include <stdint.h>
@@ -11,87 +12,6 @@
 #if defined(MPISTACK_BENCH_ROCM)
 #include <hip/hip_runtime.h>
 #endif
-
-static int active_device = DEV_NONE;
-
-#if defined(MPISTACK_BENCH_CUDA) || defined(MPISTACK_BENCH_ROCM)
-/* This rank's index on its node, as the launcher tells it (Open MPI, MPICH Hydra, Slurm): one GPU
- * per local rank, round robin. */
-static int local_rank(void)
-{
-    const char *names[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        const char *value = getenv(names[i]);
-        if (value)
-            return atoi(value);
-    }
-    return 0;
-}
-#endif
-
-int device_compiled(int device)
-{
-    switch (device) {
-    case DEV_NONE:
-        return 1;
-#if defined(MPISTACK_BENCH_CUDA)
-    case DEV_CUDA:
-        return 1;
-#endif
-#if defined(MPISTACK_BENCH_ROCM)
-    case DEV_ROCM:
-        return 1;
-#endif
-    default:
-        return 0;
-    }
-}
-
-int device_init(int device, char *err, size_t errlen)
-{
-    active_device = device;
-    if (device == DEV_NONE)
-        return 0;
-    if (!device_compiled(device)) {
-        snprintf(err, errlen, "built without %s support",
-                 device == DEV_CUDA ? "CUDA" : "ROCm");
-        return 1;
-    }
-#if defined(MPISTACK_BENCH_CUDA)
-    if (device == DEV_CUDA) {
-        int n = 0;
-        if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
-            snprintf(err, errlen, "no CUDA device available");
-            return 1;
-        }
-        int local = local_rank();
-        if (cudaSetDevice(local % n) != cudaSuccess) {
-            snprintf(err, errlen, "cudaSetDevice failed");
-            return 1;
-        }
-    }
-#endif
-#if defined(MPISTACK_BENCH_ROCM)
-    if (device == DEV_ROCM) {
-        int n = 0;
-        if (hipGetDeviceCount(&n) != hipSuccess || n < 1) {
-            snprintf(err, errlen, "no ROCm device available");
-            return 1;
-        }
-        int local = local_rank();
-        if (hipSetDevice(local % n) != hipSuccess) {
-            snprintf(err, errlen, "hipSetDevice failed");
-            return 1;
-        }
-    }
-#endif
-    return 0;
-}
-
-void device_finalize(int device)
-{
-    (void)device;
-}
 
 void *buf_alloc(char place, size_t size, size_t align)
 {
@@ -106,14 +26,14 @@ void *buf_alloc(char place, size_t size, size_t align)
         return p;
     }
 #if defined(MPISTACK_BENCH_CUDA)
-    if (active_device == DEV_CUDA) {
+    if (device_active() == DEV_CUDA) {
         cudaError_t e = place == 'M' ? cudaMallocManaged(&p, size, cudaMemAttachGlobal)
                                      : cudaMalloc(&p, size);
         return e == cudaSuccess ? p : NULL;
     }
 #endif
 #if defined(MPISTACK_BENCH_ROCM)
-    if (active_device == DEV_ROCM) {
+    if (device_active() == DEV_ROCM) {
         hipError_t e = place == 'M' ? hipMallocManaged(&p, size, hipMemAttachGlobal)
                                     : hipMalloc(&p, size);
         return e == hipSuccess ? p : NULL;
@@ -131,11 +51,11 @@ void buf_free(char place, void *p)
         return;
     }
 #if defined(MPISTACK_BENCH_CUDA)
-    if (active_device == DEV_CUDA)
+    if (device_active() == DEV_CUDA)
         cudaFree(p);
 #endif
 #if defined(MPISTACK_BENCH_ROCM)
-    if (active_device == DEV_ROCM)
+    if (device_active() == DEV_ROCM)
         hipFree(p);
 #endif
 }
@@ -147,13 +67,13 @@ void buf_set(char place, void *p, int byte, size_t n)
         return;
     }
 #if defined(MPISTACK_BENCH_CUDA)
-    if (active_device == DEV_CUDA) {
+    if (device_active() == DEV_CUDA) {
         cudaMemset(p, byte, n);
         cudaDeviceSynchronize();
     }
 #endif
 #if defined(MPISTACK_BENCH_ROCM)
-    if (active_device == DEV_ROCM) {
+    if (device_active() == DEV_ROCM) {
         hipMemset(p, byte, n);
         hipDeviceSynchronize();
     }
@@ -168,13 +88,13 @@ void buf_put(char place, void *dst, const void *host, size_t n)
         return;
     }
 #if defined(MPISTACK_BENCH_CUDA)
-    if (active_device == DEV_CUDA) {
+    if (device_active() == DEV_CUDA) {
         cudaMemcpy(dst, host, n, cudaMemcpyDefault);
         cudaDeviceSynchronize();
     }
 #endif
 #if defined(MPISTACK_BENCH_ROCM)
-    if (active_device == DEV_ROCM) {
+    if (device_active() == DEV_ROCM) {
         hipMemcpy(dst, host, n, hipMemcpyDefault);
         hipDeviceSynchronize();
     }
@@ -188,13 +108,13 @@ const unsigned char *buf_view(char place, const void *p, void *stage, size_t n)
     if (place == 'H')
         return (const unsigned char *)p;
 #if defined(MPISTACK_BENCH_CUDA)
-    if (active_device == DEV_CUDA) {
+    if (device_active() == DEV_CUDA) {
         cudaMemcpy(stage, p, n, cudaMemcpyDefault);
         cudaDeviceSynchronize();
     }
 #endif
 #if defined(MPISTACK_BENCH_ROCM)
-    if (active_device == DEV_ROCM) {
+    if (device_active() == DEV_ROCM) {
         hipMemcpy(stage, p, n, hipMemcpyDefault);
         hipDeviceSynchronize();
     }

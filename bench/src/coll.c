@@ -146,7 +146,7 @@ static void *setup(const run_t *run, size_t *max_size)
     c->run = run;
     c->op = run->bench->params;
     c->comm = run->comm;
-    c->place = run->opts->device != DEV_NONE ? 'D' : 'H';
+    c->place = run->opts->device == DEV_NONE ? 'H' : run->opts->managed ? 'M' : 'D';
     if ((c->op->send_per_rank || c->op->recv_per_rank) && *max_size * (size_t)np > MAX_MEM_LIMIT) {
         *max_size = MAX_MEM_LIMIT / (size_t)np;
         if (run->rank == 0)

@@ -90,7 +90,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return status;
     }
-    if (device_init(o.device, error, sizeof error)) {
+    if (device_init(o.device, MPI_COMM_WORLD, error, sizeof error)) {
         if (rank == 0)
             fprintf(stderr, "%s: error: %s\n", MB_NAME, error);
         MPI_Finalize();

@@ -15,6 +15,7 @@
 typedef struct {
     options_t *o;
     int want_help, want_version, want_list;
+    int placement_given; /* SRC DST on the command line */
     char *error;
     size_t errlen;
 } parse_state_t;
@@ -43,7 +44,8 @@ void usage(FILE *f)
         "                       alltoall reduce_scatter\n"
         "TEST (local):          memcpy (rank 0's copy bandwidth, in cache and from memory)\n"
         "SRC DST (point-to-point): H, D or M each: buffers of rank 0 (SRC) and rank 1 (DST)\n"
-        "         in host, device or managed memory (D and M need -d and a CUDA/ROCm build)\n"
+        "         in host, device or managed memory (D and M need a CUDA/ROCm build), as\n"
+        "         OSU's: mpistack-bench latency -d cuda D D\n"
         "\n"
         "Options:\n"
         "  -m, --message-size [MIN:]MAX  sizes from MIN to MAX bytes, doubling (default 1:%lu\n"
@@ -53,7 +55,8 @@ void usage(FILE *f)
         "  -W, --window-size WINDOW      messages in flight for bw, bibw, mbw_mr (default %d)\n"
         "  -f, --full                    extra columns: Min, Max, Iterations\n"
         "  -c, --validation              check received data in an untimed pass\n"
-        "  -d, --accelerator cuda|rocm   device buffers (needs a CUDA/ROCm build)\n"
+        "  -d, --accelerator TYPE        device buffers: cuda, rocm, or managed (CUDA managed\n"
+        "                                memory; M M point-to-point) (needs a CUDA/ROCm build)\n"
         "      --json FILE               also write the JSON document(s) to FILE\n"
         "      --format osu|json         standard output: OSU text (default) or JSON\n"
         "      --suite LIST              run several tests in one launch\n"
@@ -207,12 +210,13 @@ static int set_validation(parse_state_t *ps, const char *arg)
 
 static int set_accelerator(parse_state_t *ps, const char *arg)
 {
-    if (strcasecmp(arg, "cuda") == 0)
+    ps->o->managed = strcasecmp(arg, "managed") == 0; /* CUDA, managed memory (OSU: -d cuda M M) */
+    if (strcasecmp(arg, "cuda") == 0 || ps->o->managed)
         ps->o->device = DEV_CUDA;
     else if (strcasecmp(arg, "rocm") == 0)
         ps->o->device = DEV_ROCM;
     else
-        return fail(ps, PARSE_USAGE_ERROR, "invalid accelerator '%s' (cuda or rocm)", arg);
+        return fail(ps, PARSE_USAGE_ERROR, "invalid accelerator '%s' (cuda, rocm or managed)", arg);
     return 0;
 }
 
@@ -393,6 +397,7 @@ static int apply_placement(parse_state_t *ps, int npos, char **pos)
             return fail(ps, PARSE_USAGE_ERROR, "invalid buffer placement '%s' (H, D or M)", pos[i]);
     ps->o->src = pos[0][0];
     ps->o->dst = pos[1][0];
+    ps->placement_given = 1;
     return 0;
 }
 
@@ -400,6 +405,8 @@ static int apply_placement(parse_state_t *ps, int npos, char **pos)
 static int resolve_device(parse_state_t *ps)
 {
     options_t *o = ps->o;
+    if (o->managed && !ps->placement_given)
+        o->src = o->dst = 'M';
     if ((o->src != 'H' || o->dst != 'H') && o->device == DEV_NONE) {
         if (device_compiled(DEV_CUDA))
             o->device = DEV_CUDA;

@@ -199,6 +199,52 @@ static void write_environment(FILE *f, const meta_t *m)
     fputc('}', f);
 }
 
+/* "12.4" from CUDA's 1000*major + 10*minor, or from HIP's 10000000*major + 100000*minor + patch;
+ * null for 0, which the runtimes report without a driver */
+static void write_runtime_version(FILE *f, int device, int v)
+{
+    char text[32];
+    if (v <= 0) {
+        fputs("null", f);
+        return;
+    }
+    if (device == DEV_ROCM)
+        snprintf(text, sizeof text, "%d.%d", v / 10000000, v / 100000 % 100);
+    else
+        snprintf(text, sizeof text, "%d.%d", v / 1000, v % 1000 / 10);
+    json_string(f, text);
+}
+
+/* the device each rank took, and what the MPI library said of device buffers (device.c) */
+static void write_accelerator(FILE *f, const run_t *run)
+{
+    const device_info_t *d = device_info();
+    const device_rank_t *r = device_ranks();
+    int device = run->opts->device;
+    json_key(f, "accelerator"); fputc('{', f);
+    json_key(f, "api"); json_string(f, device_name(run->opts)); fputc(',', f);
+    json_key(f, "name"); json_string(f, d->name); fputc(',', f);
+    json_key(f, "devices_on_node"); fprintf(f, "%d,", d->count);
+    json_key(f, "driver_version"); write_runtime_version(f, device, d->driver_version); fputc(',', f);
+    json_key(f, "runtime_version"); write_runtime_version(f, device, d->runtime_version); fputc(',', f);
+    json_key(f, "mpi_device_buffers");
+    fputs(d->mpi_support < 0 ? "null" : d->mpi_support ? "true" : "false", f);
+    fputc(',', f);
+    json_key(f, "mpi_query"); json_string(f, d->mpi_query); fputc(',', f);
+    json_key(f, "local_rank_from"); json_string(f, d->local_rank_from); fputc(',', f);
+    json_key(f, "ranks"); fputc('[', f);
+    for (int i = 0; r && i < run->nranks; i++) {
+        if (i)
+            fputc(',', f);
+        fputc('{', f);
+        json_key(f, "local_rank"); fprintf(f, "%d,", r[i].local_rank);
+        json_key(f, "device"); fprintf(f, "%d,", r[i].index);
+        json_key(f, "pci_bus_id"); json_string(f, r[i].pci_bus_id);
+        fputc('}', f);
+    }
+    fputs("]}", f);
+}
+
 /* "stop": "ci:REL", "stop_min", "stop_max" in adaptive mode, else "stop": null */
 static void write_stop_rule(FILE *f, const options_t *o)
 {
@@ -239,7 +285,7 @@ static void write_options(FILE *f, const run_t *run)
     json_key(f, "full"); json_bool(f, o->full); fputc(',', f);
     json_key(f, "buffers");
     json_string(f, b->family == FAMILY_PT2PT ? buffers
-                   : b->family == FAMILY_COLLECTIVE && o->device ? "D" : "H");
+                   : b->family != FAMILY_COLLECTIVE || !o->device ? "H" : o->managed ? "M" : "D");
     fputc(',', f);
     json_key(f, "device"); json_string(f, device_name(o)); fputc(',', f);
     write_stop_rule(f, o);
@@ -335,6 +381,10 @@ static int write_json(const run_t *run, const results_t *res, FILE *f)
     write_tool(f); fputc(',', f);
     write_mpi(f, run); fputc(',', f);
     write_environment(f, run->meta); fputc(',', f);
+    if (run->opts->device != DEV_NONE) { /* host-only documents stay as they were */
+        write_accelerator(f, run);
+        fputc(',', f);
+    }
     write_options(f, run); fputc(',', f);
     write_metrics(f, b->figures); fputc(',', f);
     json_key(f, "status"); json_string(f, res->any_fail ? "validation-failed" : "ok");

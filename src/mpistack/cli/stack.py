@@ -167,9 +167,12 @@ def render_command(
                                                      "with a centre's runtime: pyxis, cscs-ce or apptainer")] = None,
     ranks: Annotated[int, typer.Option("--ranks", min=1, help="ranks of the --srun line")] = 2,
     nodes: Annotated[int, typer.Option("--nodes", min=1, help="nodes of the --srun line")] = 2,
+    host_script: Annotated[bool, typer.Option("--host-script", help="print a bash script that builds the stack "
+                                              "on a host without a container or a network: build.sh SOURCES "
+                                              "PREFIX CUDA")] = False,
 ) -> None:
-    """Render a stack: Containerfile on stdout (or --apptainer/--edf/--env/--binds/--srun), or everything to
-    --out."""
+    """Render a stack: Containerfile on stdout (or --apptainer/--edf/--env/--binds/--srun/--host-script), or
+    everything to --out."""
     from .. import runtime
     from ..approaches import apptainer as apptainer_settings  # not `apptainer`: the --apptainer flag
     from ..recipes import RecipeError, UnpinnedRecipe, render
@@ -185,6 +188,14 @@ def render_command(
         raise typer.Exit(2) from None
     if srun:
         print(_srun_line(s, srun, ranks, nodes, image, gpu))
+        return
+    if host_script:
+        from ..recipes.host_script import render_host_script
+        try:
+            print(render_host_script(s), end="")
+        except RecipeError as error:
+            err.print(f"[red]error:[/red] --host-script: {escape(str(error))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
         return
     if edf or env or binds:
         if edf:

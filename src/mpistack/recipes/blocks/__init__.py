@@ -8,7 +8,7 @@ from pathlib import Path
 from ...registry import BLOCKS
 from ...spec.stack import Stack
 from .apt_mpi import AptMpiBlock
-from .base import AUTOTOOLS, BUILD_BASE, DISTRO_BASE, STAGE, Block, Step, environment, fetch_context, fetch_lines, render_lines, tristate
+from .base import AUTOTOOLS, BUILD_BASE, DISTRO_BASE, STAGE, Block, Step, environment, fetch_context, fetch_lines, has_no_configure, render_lines, tristate
 from .gdrcopy import GdrcopyBlock
 from .libcxi import LibcxiBlock
 from .libfabric import LibfabricBlock
@@ -31,4 +31,4 @@ def blocks_for(stack: Stack, versions_path: Path | None = None) -> list[Block]:
 __all__ = ["AUTOTOOLS", "BUILD_BASE", "DISTRO_BASE", "STAGE", "AptMpiBlock", "Block", "GdrcopyBlock", "LibcxiBlock",
            "LibfabricBlock", "MpichBlock", "MpistackBenchBlock", "OpenmpiBlock", "OsuBlock", "PipMpiBlock",
            "PmixBlock", "Step", "UcxBlock", "XpmemBlock", "blocks_for", "environment", "fetch_context",
-           "fetch_lines", "render_lines", "tristate"]
+           "fetch_lines", "has_no_configure", "render_lines", "tristate"]

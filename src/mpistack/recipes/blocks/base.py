@@ -98,10 +98,18 @@ def fetch_lines(pin: Pinned, dir: str = "/tmp/src") -> list[str]:
     return render_lines("fetch.sh.j2", **fetch_context(pin, dir))
 
 
+def has_no_configure(pin: Pinned) -> bool:
+    """Whether the tarball is a git tree without a generated configure script (./autogen.sh makes it): Debian's
+    orig tarball of UCX, unlike UCX's release tarballs."""
+    return pin.component == "ucx" and pin.filename.endswith(".orig.tar.xz")
+
+
 class Block:
-    """Base class: subclasses set ``name`` and implement ``step``."""
+    """Base class: subclasses set ``name`` and implement ``step``; an autotools component also has
+    ``configure_args()`` (what the host build script renders too, recipes.host_script)."""
 
     name = ""
+    configure_command = "./configure"
 
     def __init__(self, stack: Stack, versions_path: Path | None = None):
         self.stack = stack
@@ -122,6 +130,10 @@ class Block:
         if value is True and self.stack.gpu.prefix:
             return self.stack.gpu.prefix
         return value
+
+    def before_autogen(self) -> list[str]:
+        """Shell commands a tarball without a configure script needs before ./autogen.sh (has_no_configure)."""
+        return []
 
     def step(self) -> Step:  # pragma: no cover - abstract
         raise NotImplementedError
