@@ -89,3 +89,22 @@ def test_settled_rows_stop_and_the_open_one_goes_on_with_its_baseline_and_the_co
     rows = {a["variant"]: a for a in report["answers"] if a["baseline"] == "system"}
     assert rows["slow"]["class"] == "(Y)" and rows["slow"]["look"] == 6 and rows["slow"]["launches"] == 6
     assert rows["a-a"]["class"] == "Y"
+
+
+def test_open_rows_are_said_once_per_reason_within_80_columns(monkeypatch):
+    """Sixty rows stopped by one reason read as that reason once, then the rows, folded; no line wider than 80."""
+    from rich.console import Console
+
+    from mpistack.cli import run as run_cli
+
+    console = Console(record=True, width=80)
+    monkeypatch.setattr(run_cli, "out", console)
+    control = "the control cannot resolve this on this machine (the A/A control is open)"
+    unsettled = [(f"stack{n} container bw n2N1 H-H against system", control) for n in range(60)]
+    unsettled.append(("pip-mpich hybrid latency n2N1 H-H against system", "budget: spent after 10 rounds"))
+    run_cli._print_unsettled(unsettled)
+    text = console.export_text()
+    assert text.count(control) == 1 and text.count("budget: spent after 10 rounds") == 1
+    assert "61 row(s) left open" in text and f"{control} (60):" in text
+    assert f"and {60 - run_cli.SHOWN_UNSETTLED} more" in text and "pip-mpich hybrid latency" in text
+    assert all(len(line) <= 80 for line in text.splitlines())

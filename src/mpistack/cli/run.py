@@ -115,15 +115,23 @@ def sequential_judge(store, campaign):
 
 
 def _print_unsettled(unsettled: list[tuple[str, str]]) -> None:
-    """A sequential campaign's open rows, each with why it got no more rounds."""
+    """A sequential campaign's open rows, grouped by why they got no more rounds (one reason often stops
+    dozens: said once, with the rows it stopped), folded at the terminal's width."""
     if not unsettled:
         return
+    from ..spec.terminal import hanging
+
+    by_reason: dict[str, list[str]] = {}
+    for name, why in unsettled:
+        by_reason.setdefault(why, []).append(name)
+    width = out.width
     out.print(f"{len(unsettled)} row(s) left open:", highlight=False)
-    for name, why in unsettled[:SHOWN_UNSETTLED]:
-        out.print(f"  {name}: {why}", highlight=False, soft_wrap=True)
-    if len(unsettled) > SHOWN_UNSETTLED:
-        out.print(f"  and {len(unsettled) - SHOWN_UNSETTLED} more (the report gives each one's reason)",
-                  highlight=False)
+    for why, names in by_reason.items():
+        shown = "; ".join(names[:SHOWN_UNSETTLED])
+        more = f"; and {len(names) - SHOWN_UNSETTLED} more" if len(names) > SHOWN_UNSETTLED else ""
+        out.print(hanging(f"  {why} ({len(names)}):", width), highlight=False)
+        out.print(hanging(f"    {shown}{more}", width, indent="    "), highlight=False)
+    out.print("  (mpistack report gives each row's figures)", highlight=False)
 
 
 def verdict_needs(alpha: float):
