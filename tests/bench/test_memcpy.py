@@ -105,10 +105,11 @@ def test_corrupt_build_fails_validation(run_bench):
 def test_adaptive_stop_and_counts_apply(run_bench, tmp_path):
     path = tmp_path / "a.json"
     res = run_bench("mpich", 1, ["memcpy", "-m", "4096:8192", "--stop", "ci:0.5", "--stop-min", "7",
-                                 "--json", path], use_cache=False)
+                                 "--stop-max", "40", "--json", path], use_cache=False)
     assert res.rc == 0, res.stderr
-    doc = json.loads(path.read_text())
-    # a 50% interval is met as soon as the rule is first checked, after --stop-min batches
-    assert [r["iterations"] for r in doc["results"]] == [7, 7]
+    counts = [r["iterations"] for r in json.loads(path.read_text())["results"]]
+    # never fewer than --stop-min nor more than --stop-max; a 50% interval is met long before the maximum
+    # (mostly at the first check, after 7; an outlier batch now and then widens it for a few more)
+    assert all(7 <= count <= 40 for count in counts) and min(counts) < 40, counts
     res = run_bench("mpich", 1, ["memcpy", "-m", "16:16", "-i", "9", "-x", "1", "--format", "json"])
     assert json.loads(res.stdout)["results"][0]["iterations"] == 9
