@@ -17,7 +17,7 @@ import pytest
 from mpistack.approaches.fabric_facts import find_library
 from mpistack.cache import UnsafePath, cache_dir, check_own
 from mpistack.campaign.reasons import first_reason, hinted
-from mpistack.images.host_bench import build_host_bench
+from mpistack.images.host_bench import build_host_bench, sources_digest
 from mpistack.store import StoreError, open_database
 from mpistack.system_tools import system_tool
 from tests.helpers import HOST_MPICH_ONE_RANK, campaign_file, mpistack, plain_environment
@@ -55,7 +55,7 @@ def test_a_program_another_user_planted_in_the_cache_is_not_run(shared_tmp, monk
     root.mkdir(parents=True)
     root.parent.chmod(0o755)
     root.chmod(0o777)
-    planted = root / "bench" / "build-mpich"
+    planted = root / "bench" / f"build-mpich-{sources_digest()[:12]}"
     other_user.run(["mkdir", "-p", str(planted)])
     other_user.run(["chmod", "0777", str(planted), str(root / "bench")])
     monkeypatch.setenv("XDG_CACHE_HOME", str(root.parent))

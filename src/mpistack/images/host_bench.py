@@ -4,6 +4,7 @@ read-only, builds it too)."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from pathlib import Path
 
@@ -15,7 +16,17 @@ HOST_COMPILERS = {name: family.compiler for name, family in FAMILIES.items()}
 
 
 def host_bench_path(mpi: str) -> Path:
-    return cache_dir() / "bench" / f"build-{mpi}" / "mpistack-bench"
+    """One build per MPI and version of the sources: checkouts of different versions (or a test run beside a
+    campaign) never run each other's binary nor rebuild under each other's feet."""
+    return cache_dir() / "bench" / f"build-{mpi}-{sources_digest()[:12]}" / "mpistack-bench"
+
+
+def sources_digest() -> str:
+    source = bench_source_dir()
+    digest = hashlib.sha256()
+    for path in [source / "Makefile", *sorted((source / "src").glob("*.[ch]"))]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def build_host_bench(mpi: str) -> Path:
