@@ -2,7 +2,6 @@
 message stays bounded, and the runner's memory stays a small multiple of the output."""
 
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
