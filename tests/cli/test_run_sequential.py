@@ -156,14 +156,19 @@ def test_a_resumed_campaign_goes_on_with_what_is_left_of_its_budget(tmp_path):
     db, path = tmp_path / "s.db", sequential_campaign(tmp_path)
     script = tmp_path / "latency.sh"  # each launch at least 0.4 s
     script.write_text(script.read_text().replace("#!/bin/sh\n", "#!/bin/sh\nsleep 0.4\n", 1))
-    first = mpistack("run", path, "--db", db, "--budget", "3s", home=tmp_path, check=None)
+    first = mpistack("run", path, "--db", db, "--budget", "6s", home=tmp_path, check=None)
     assert "the budget is spent: no more launches" in " ".join(first.stdout.split())
     ran = stored_launches(db)
     assert 0 < ran < 30  # the pilot cut short
+    with sqlite3.connect(db) as connection:
+        spent_seconds = connection.execute("SELECT sum((julianday(finished_at) - julianday(started_at)) * 86400) "
+                                           "FROM runs").fetchone()[0]
+    assert spent_seconds >= 2  # at least 0.4 s a launch
 
-    spent = mpistack("run", path, "--db", db, "--budget", "1s", "--resume", home=tmp_path, check=2)
+    smaller = f"{int(spent_seconds // 2)}s"
+    spent = mpistack("run", path, "--db", db, "--budget", smaller, "--resume", home=tmp_path, check=2)
     text = " ".join(spent.stderr.split())
-    assert "the budget is spent: the launches stored before took" in text and "of its 1 s" in text
+    assert "the budget is spent: the launches stored before took" in text and f"of its {smaller[:-1]} s" in text
     assert stored_launches(db) == ran  # a fresh budget would have launched again
 
     more = mpistack("run", path, "--db", db, "--budget", "1h", "--resume", home=tmp_path, check=None)
