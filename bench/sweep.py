@@ -26,7 +26,8 @@ from pathlib import Path
 TESTS = ["latency", "bw", "bibw", "allreduce", "alltoall"]
 FORMS = {"osu": ("OSU-style launches, fixed counts", "one suite launch, adaptive"),
          "suite": ("one suite launch, fixed counts", "one suite launch, adaptive"),
-         "per-test": ("a launch per test, fixed counts", "a launch per test, adaptive")}
+         "per-test": ("a launch per test, fixed counts", "a launch per test, adaptive"),
+         "in-launch": ("fixed-count blocks", "adaptive blocks, in the same launches")}
 GOAL_SPEEDUP = 3.0
 
 
@@ -86,7 +87,13 @@ def run_rounds(a, tests: list[str], base: list[str], extra: list[str], out: Path
             split_suite(out / f"{arm}{r}.json", lambda t: out / f"{arm}{r}.{t}.json")
             return wall
 
-        if a.form == "per-test":  # finest interleaving: per test, the two arms' launches back to back
+        if a.form == "in-launch":  # one launch per test; the binary alternates the arms block by block
+            wall = sum(launch(base + [t] + adaptive_rule + ["--stop-check", str(a.pairs), "--json",
+                                                             str(out / f"check{r}.{t}.json")] + extra)
+                       for t in tests)
+            fixed_walls.append(wall)
+            adapt_walls.append(wall)
+        elif a.form == "per-test":  # finest interleaving: per test, the two arms' launches back to back
             walls = {"fixed": 0.0, "adapt": 0.0}
             for index, t in enumerate(tests):
                 order = (("fixed", fixed_test), ("adapt", adaptive_test))
@@ -112,6 +119,22 @@ def run_rounds(a, tests: list[str], base: list[str], extra: list[str], out: Path
     return fixed_walls, adapt_walls
 
 
+def arms_of(a, t: str, out: Path) -> tuple[list[dict], list[dict]]:
+    """Per round (per block with --form in-launch), size -> row of each arm, for one test."""
+    if a.form != "in-launch":
+        return ([load(out / f"fixed{r}.{t}.json")[t] for r in range(a.rounds)],
+                [load(out / f"adapt{r}.{t}.json")[t] for r in range(a.rounds)])
+    arms: tuple[list[dict], list[dict]] = ([], [])
+    for r in range(a.rounds):
+        rows = load(out / f"check{r}.{t}.json")[t]
+        for k in range(a.pairs):
+            for arm, name in zip(arms, ("fixed", "adaptive")):  # a block's median, its count not recorded
+                arm.append({size: {"stats": {"median": row["stop_check"][name][k]},
+                                   "iterations": row["iterations"] if name == "adaptive" else float("nan")}
+                            for size, row in rows.items()})
+    return arms
+
+
 def compare_medians(a, tests: list[str], out: Path) -> tuple[int, int, list]:
     """Prints the per-size table; returns (sizes within noise, sizes, worst rows)."""
     hdr = (f"{'test':<10} {'size':>8} {'fixed it':>8} {'adapt it':>8} {'fixed median':>13}"
@@ -124,8 +147,7 @@ def compare_medians(a, tests: list[str], out: Path) -> tuple[int, int, list]:
     print("-" * len(hdr))
     within, total, worst, noises, diffs = 0, 0, [], [], []
     for t in tests:
-        fixed = [load(out / f"fixed{r}.{t}.json")[t] for r in range(a.rounds)]
-        adapt = [load(out / f"adapt{r}.{t}.json")[t] for r in range(a.rounds)]
+        fixed, adapt = arms_of(a, t, out)
         for size in fixed[0]:
             fmeds = [f[size]["stats"]["median"] for f in fixed]
             ameds = [d[size]["stats"]["median"] for d in adapt]
@@ -171,6 +193,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3,
                     help="paired rounds, each running both arms (default 3, at least 2)")
     ap.add_argument("--extra", default="", help="extra options for every run, e.g. '-m 1:65536'")
+    ap.add_argument("--pairs", type=int, default=8,
+                    help="--form in-launch: fixed-count and adaptive blocks per size and launch (default 8)")
     ap.add_argument("--tolerance", type=float, default=0.03,
                     help="practical floor of the noise band, relative (default 0.03)")
     ap.add_argument("--keep", help="directory for the JSON documents (default: temporary)")
@@ -179,7 +203,7 @@ def main() -> int:
                          "speed-up of the standard sweep); suite: both arms one suite launch; per-test: both arms "
                          "a launch per test, each test's two launches back to back (the stop rule alone differs)")
     a = ap.parse_args()
-    if a.rounds < 2:
+    if a.rounds < (1 if a.form == "in-launch" else 2):
         ap.error("--rounds must be at least 2: the noise is the spread between fixed-count runs")
 
     tests = a.tests.split(",")
@@ -202,20 +226,22 @@ def main() -> int:
     speed = fmed / amed
     print()
     fixed_arm, adapt_arm = FORMS[a.form]
-    print(f"{fixed_arm:<34} median {fmed:7.2f} s  (range "
-          f"{spread(fixed_walls)} s)")
-    print(f"{adapt_arm:<34} median {amed:7.2f} s  (range "
-          f"{spread(adapt_walls)} s)")
-    print(f"speed-up: x{speed:.2f} (ratio of the medians); per round x"
-          + ", x".join(f"{p:.2f}" for p in paired)
-          + f" (median x{statistics.median(paired):.2f})")
+    if a.form == "in-launch":  # both arms in every launch: no speed to compare
+        print(f"launches with both arms, block by block: {spread(fixed_walls)} s a round")
+    else:
+        print(f"{fixed_arm:<34} median {fmed:7.2f} s  (range {spread(fixed_walls)} s)")
+        print(f"{adapt_arm:<34} median {amed:7.2f} s  (range {spread(adapt_walls)} s)")
+        print(f"speed-up: x{speed:.2f} (ratio of the medians); per round x"
+              + ", x".join(f"{p:.2f}" for p in paired)
+              + f" (median x{statistics.median(paired):.2f})")
     print(f"adaptive medians within the fixed-count noise: {within}/{total} sizes"
           + ("; outside: " + ", ".join(f"{t} {s} B ({d:.1f}% vs noise {n:.1f}%)"
                                        for d, t, s, n in worst[:5]) if worst else ""))
     # how to read that count: launch modes alone put a size outside now and then; a bias moves sizes one way
     wide = [ok for (_, ok), noise in zip(diffs, noises) if noise > 200 * a.tolerance]
-    chance = chance_within(a.rounds)
-    print(f"without any bias, the median of {a.rounds} adaptive launches lies inside the range of {a.rounds} "
+    runs = a.rounds * (a.pairs if a.form == "in-launch" else 1)
+    chance = chance_within(runs)
+    print(f"without any bias, the median of {runs} adaptive runs lies inside the range of {runs} "
           f"fixed-count ones with probability {chance:.2f}: of the {len(wide)} sizes whose launches differ by more "
           f"than twice the floor, about {chance * len(wide):.0f} would be within by chance; {sum(wide)} are")
     print(f"direction: adaptive above fixed at {sum(d > 0 for d, _ in diffs)} sizes, below at "
