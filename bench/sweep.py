@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import shlex
@@ -164,7 +165,7 @@ def compare_medians(a, tests: list[str], out: Path) -> tuple[int, int, list]:
             diffs.append((diff, ok))
             if not ok:
                 worst.append((abs(diff), t, size, noise))
-            print(f"{t:<10} {size:>8} {fit:>8.0f} {ait:>8.0f} {fmed:>13.2f} {amed:>13.2f}"
+            print(f"{t:<10} {size:>8} {'-' if math.isnan(fit) else f'{fit:.0f}':>8} {ait:>8.0f} {fmed:>13.2f} {amed:>13.2f}"
                   f" {diff:>+8.2f} {noise:>8.2f} {'yes' if ok else 'NO':>6}")
     return within, total, sorted(worst, reverse=True), noises, diffs
 
