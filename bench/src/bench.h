@@ -38,6 +38,7 @@
 #define FLOAT_PRECISION 2
 
 /* adaptive-mode defaults */
+#define STOP_CHECK_MAX 64 /* --stop-check pairs */
 #define STOP_MIN_DEFAULT 6 /* the fewest samples with a 95% CI of the median, [x(1), x(6)] */
 #define VALIDATION_ITERS 2
 
@@ -136,6 +137,7 @@ typedef struct {
     double stop_ci; /* 0: adaptive mode off */
     long stop_min, stop_max;
     int stop_min_set, stop_max_set;
+    long stop_check; /* > 0: pairs of fixed-count and adaptive blocks per size, in one launch */
     const benchmark_t *tests[MAX_TESTS];
     int ntests;
     int suite;
@@ -202,6 +204,8 @@ typedef struct {
     stats_t st;
     int has_stats;
     int validation; /* -1: not run, 0: pass, 1: fail */
+    int check_pairs;               /* --stop-check: the blocks' medians, fixed and adaptive */
+    double check_fixed[STOP_CHECK_MAX], check_adaptive[STOP_CHECK_MAX];
 } size_result_t;
 
 typedef struct {

@@ -152,6 +152,30 @@ static int validation_outcome(const run_t *run, void *state)
 
 /* ---------------------------------------------------------------- sizes */
 
+/* --stop-check: the stop rule against the fixed count in one launch, block by block in alternating order
+ * (ABBA), so that both see the same machine state: launches fall into modes for seconds, which a comparison
+ * of separate launches attributes to whichever arm drew them. Each block is a size's measurement as a launch
+ * makes it (a barrier, the warm-up, the timed iterations); only its median is kept. */
+static void check_stop_rule(const run_t *run, void *state, size_t size, const counts_t *counts, samples_t *s,
+                            size_result_t *row)
+{
+    options_t fixed_opts = *run->opts;
+    run_t fixed = *run;
+    fixed_opts.stop_ci = 0.0;
+    fixed.opts = &fixed_opts;
+    row->check_pairs = (int)run->opts->stop_check;
+    for (int k = 0; k < row->check_pairs; k++) {
+        for (int half = 0; half < 2; half++) {
+            int adaptive = (k + half) % 2; /* fixed first in even pairs, adaptive first in odd ones */
+            long n = measure_size(adaptive ? run : &fixed, state, size, counts, s);
+            stats_t st;
+            if (run->rank == 0)
+                compute_stats(s->metric, n, s->scratch, &st);
+            (adaptive ? row->check_adaptive : row->check_fixed)[k] = run->rank == 0 ? st.median : 0.0;
+        }
+    }
+}
+
 static void run_size(const run_t *run, void *state, size_t size, samples_t *s, results_t *out)
 {
     const benchmark_t *b = run->bench;
@@ -159,9 +183,11 @@ static void run_size(const run_t *run, void *state, size_t size, samples_t *s, r
     size_result_t *row = &out->res[out->nres++];
 
     b->prepare(state, size);
+    memset(row, 0, sizeof(*row));
+    if (run->opts->stop_check > 0)
+        check_stop_rule(run, state, size, counts, s, row);
     long n = measure_size(run, state, size, counts, s);
 
-    memset(row, 0, sizeof(*row));
     row->size = size;
     row->has_size = b->has_sizes;
     row->iters = n;

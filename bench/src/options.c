@@ -64,6 +64,8 @@ void usage(FILE *f)
         "                                is within +-REL of the median (e.g. ci:0.02)\n"
         "      --stop-min N              adaptive: minimum timed iterations (default %d)\n"
         "      --stop-max N              adaptive: maximum timed iterations (default: OSU's count)\n"
+        "      --stop-check N            before each size, N pairs of a fixed-count and an adaptive\n"
+        "                                block in alternating order, their medians in the JSON\n"
         "      --list                    describe every test as JSON and exit (needs no mpiexec)\n"
         "      --check                   validate the rest of the command line and exit: status\n"
         "                                0 and 'ok', or 2 and the error (needs no mpiexec)\n"
@@ -288,6 +290,13 @@ static int set_stop_min(parse_state_t *ps, const char *arg)
     return 0;
 }
 
+static int set_stop_check(parse_state_t *ps, const char *arg)
+{
+    if (parse_long(arg, 1, STOP_CHECK_MAX, &ps->o->stop_check))
+        return fail(ps, PARSE_USAGE_ERROR, "invalid --stop-check '%s' (pairs, 1 to %d)", arg, STOP_CHECK_MAX);
+    return 0;
+}
+
 static int set_stop_max(parse_state_t *ps, const char *arg)
 {
     if (parse_long(arg, 1, MAX_COUNT, &ps->o->stop_max))
@@ -313,6 +322,7 @@ static const option_spec_t OPTION_SPECS[] = {
     {"stop", 0, 1, set_stop},
     {"stop-min", 0, 1, set_stop_min},
     {"stop-max", 0, 1, set_stop_max},
+    {"stop-check", 0, 1, set_stop_check},
 };
 #define NSPECS ((int)(sizeof OPTION_SPECS / sizeof OPTION_SPECS[0]))
 #define LONG_ONLY_BASE 1000 /* getopt value of a long-only option: base + its index */
@@ -432,6 +442,8 @@ static int check_consistency(parse_state_t *ps)
         return fail(ps, PARSE_USAGE_ERROR, "invalid message size range");
     if (o->stop_min_set && o->stop_max_set && o->stop_min > o->stop_max)
         return fail(ps, PARSE_USAGE_ERROR, "--stop-min is larger than --stop-max");
+    if (o->stop_check && o->stop_ci <= 0)
+        return fail(ps, PARSE_USAGE_ERROR, "--stop-check compares a stop rule: give --stop ci:REL too");
     return resolve_device(ps);
 }
 

@@ -334,6 +334,29 @@ static void write_rank_extreme(FILE *f, const char *key, const size_result_t *s,
         fputs("null", f);
 }
 
+/* --stop-check: "stop_check": {"fixed": [...], "adaptive": [...]}, one median per block, pair by pair */
+static void write_stop_check(FILE *f, const size_result_t *s)
+{
+    const double *arms[2] = {s->check_fixed, s->check_adaptive};
+    const char *names[2] = {"fixed", "adaptive"};
+    fputc(',', f);
+    json_key(f, "stop_check");
+    fputc('{', f);
+    for (int a = 0; a < 2; a++) {
+        if (a)
+            fputc(',', f);
+        json_key(f, names[a]);
+        fputc('[', f);
+        for (int k = 0; k < s->check_pairs; k++) {
+            if (k)
+                fputc(',', f);
+            json_figure(f, arms[a][k]);
+        }
+        fputc(']', f);
+    }
+    fputc('}', f);
+}
+
 static void write_result(FILE *f, const figures_t *fig, const size_result_t *s)
 {
     fputc('{', f);
@@ -364,6 +387,8 @@ static void write_result(FILE *f, const figures_t *fig, const size_result_t *s)
     fputc(',', f);
     json_key(f, "validation");
     fputs(s->validation < 0 ? "null" : s->validation ? "\"fail\"" : "\"pass\"", f);
+    if (s->check_pairs)
+        write_stop_check(f, s);
     fputc('}', f);
 }
 

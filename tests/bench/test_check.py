@@ -42,6 +42,8 @@ def test_a_bad_command_line_says_why_with_status_2(builds, mpi):
         ("--check", "latncy"): "unknown test 'latncy'",
         ("--check", "latency", "--stop", "ci:2"): "invalid stop rule 'ci:2'",
         ("--check", "latency", "--stop-min", "50", "--stop-max", "10"): "--stop-min is larger than --stop-max",
+        ("--check", "bw", "--stop-check", "4"): "--stop-check compares a stop rule: give --stop ci:REL too",
+        ("--check", "bw", "--stop", "ci:0.05", "--stop-check", "65"): "invalid --stop-check '65' (pairs, 1 to 64)",
         ("--check",): "no test given",
     }
     for args, message in cases.items():

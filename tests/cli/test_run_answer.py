@@ -26,4 +26,5 @@ def test_the_run_ends_with_the_matrix_and_the_report_path(tmp_path, monkeypatch)
     said = " ".join(stdout.getvalue().split())  # (a long path folds onto the next line)
     assert said.endswith(f"report: {tmp_path / 'mpistack-report'}/ (report.md, report.html, report.json)")
     markdown = (tmp_path / "mpistack-report" / "report.md").read_text()
-    assert "(90% intervals); from the campaign's" in markdown
+    assert "by the 90% interval of each message regime (each one-sided test at 0.05); from the campaign's" in \
+        " ".join(markdown.split())

@@ -71,6 +71,32 @@ def test_the_dry_run_lists_the_pilot_and_prints_its_cost_beside_the_budget(tmp_p
     assert "/r6" in text and "/r7" not in text  # the pilot's launches only
 
 
+def test_the_dry_run_counts_the_pilot_beside_the_maximum_and_the_budget(tmp_path):
+    result = mpistack("run", sequential_campaign(tmp_path), "--dry-run", "--budget", "15m", home=tmp_path)
+    lines = result.stdout.splitlines()
+    heading = next(index for index, line in enumerate(lines) if line.startswith("launches per stack and approach"))
+    assert "pilot…most" in lines[heading]
+    assert lines[heading + 2].split() == ["h", "30…50"]  # 5 launches a round: 6 rounds, at most 10
+    assert "most: the maximum of 10 rounds; the budget, 15 min, may end them sooner" in lines[heading + 3]
+
+
+@pytest.mark.parametrize("fields, line", [("pilot", "pilot = 2\nrepeats = 4"),
+                                          ("pilot and budget", "pilot = 2\nrepeats = 4\nbudget = \"5m\"")])
+def test_a_batch_launcher_with_a_pilot_or_budget_is_refused_naming_the_fix(tmp_path, fields, line):
+    path = campaign_file(tmp_path, f"""launcher = "slurm"
+{line}
+approaches = ["native"]
+benchmarks = ["latency"]
+[[stack]]
+name = "h"
+host = "mpich"
+""", name="b")
+    for extra in (["--dry-run"], ["--db", str(tmp_path / "b.db")]):
+        result = mpistack("run", path, *extra, home=tmp_path, check=2)
+        text = " ".join(result.stderr.split())
+        assert f"{fields} need" in text and 'under launcher = "slurm" remove ' + fields in text
+
+
 @pytest.mark.slow
 @needs_mpich
 def test_settled_rows_stop_and_the_open_one_goes_on_with_its_baseline_and_the_control(tmp_path):
@@ -89,6 +115,13 @@ def test_settled_rows_stop_and_the_open_one_goes_on_with_its_baseline_and_the_co
     rows = {a["variant"]: a for a in report["answers"] if a["baseline"] == "system"}
     assert rows["slow"]["class"] == "(Y)" and rows["slow"]["look"] == 6 and rows["slow"]["launches"] == 6
     assert rows["a-a"]["class"] == "Y"
+    # every report states the rule used: the looks' spent levels, not a fixed design's 90 % interval
+    rule = "sequential: a class is decided at the first of the looks after 6, 10 rounds"
+    assert report["settings"]["rule"].startswith(rule) and "97.84%, 92.16%" in report["settings"]["rule"]
+    for name in ("report.md", "report.html"):
+        text = " ".join((tmp_path / "s-report" / name).read_text().split())
+        assert rule in text and "90% interval" not in text, name
+    assert rule in out
 
 
 def test_open_rows_are_said_once_per_reason_within_80_columns(monkeypatch):
@@ -109,3 +142,35 @@ def test_open_rows_are_said_once_per_reason_within_80_columns(monkeypatch):
     assert "61 row(s) left open" in text and f"{control} (60):" in words
     assert f"and {60 - run_cli.SHOWN_UNSETTLED} more" in text and "pip-mpich hybrid latency" in text
     assert all(len(line) <= 80 for line in text.splitlines())
+
+
+def stored_launches(db: Path) -> int:
+    with sqlite3.connect(db) as connection:
+        return connection.execute("SELECT count(*) FROM runs").fetchone()[0]
+
+
+@pytest.mark.slow
+@needs_mpich
+def test_a_resumed_campaign_goes_on_with_what_is_left_of_its_budget(tmp_path):
+    """The budget is the campaign's, not a session's: --resume counts what the stored launches took."""
+    db, path = tmp_path / "s.db", sequential_campaign(tmp_path)
+    script = tmp_path / "latency.sh"  # each launch at least 0.4 s
+    script.write_text(script.read_text().replace("#!/bin/sh\n", "#!/bin/sh\nsleep 0.4\n", 1))
+    first = mpistack("run", path, "--db", db, "--budget", "6s", home=tmp_path, check=None)
+    assert "the budget is spent: no more launches" in " ".join(first.stdout.split())
+    ran = stored_launches(db)
+    assert 0 < ran < 30  # the pilot cut short
+    with sqlite3.connect(db) as connection:
+        spent_seconds = connection.execute("SELECT sum((julianday(finished_at) - julianday(started_at)) * 86400) "
+                                           "FROM runs").fetchone()[0]
+    assert spent_seconds >= 0.4 * ran  # at least 0.4 s a launch
+
+    smaller = f"{spent_seconds / 2:.2f}"  # seconds: less than the stored launches took
+    spent = mpistack("run", path, "--db", db, "--budget", smaller, "--resume", home=tmp_path, check=2)
+    assert "the budget is spent: the launches stored before took" in " ".join(spent.stderr.split())
+    assert stored_launches(db) == ran  # a fresh budget would have launched again
+
+    more = mpistack("run", path, "--db", db, "--budget", "1h", "--resume", home=tmp_path, check=None)
+    text = " ".join(more.stdout.split())
+    assert "of 60 min spent by the launches stored before; 59 min left" in text
+    assert stored_launches(db) > ran

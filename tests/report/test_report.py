@@ -68,7 +68,9 @@ def test_json_is_valid_with_answers_and_matrix_and_nan_as_null(written):
     data = json.loads(text, parse_constant=_no_nan)
     assert data["campaign"] == {"id": 1, "name": "synthetic"}
     assert data["settings"] == {"floor": 0.1, "floor_us": 0.05, "small_below": 8192, "large_from": 524288,
-                                "alpha": 0.05, "confidence": 0.9, "seed": 0}
+                                "alpha": 0.05, "confidence": 0.9, "seed": 0,
+                                "rule": "a class is decided by the 90% interval of each message regime (each "
+                                        "one-sided test at 0.05)"}
     for item in data["answers"]:
         assert {"stack", "approach", "variant", "benchmark", "ranks", "nodes", "buffers", "baseline", "class", "slow",
                 "sizes"} <= item.keys()

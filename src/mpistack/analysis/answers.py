@@ -53,12 +53,24 @@ class Settings:
         return cls(PracticalFloor(entry.floor, entry.floor_us), SizeRanges(entry.small_below, entry.large_from),
                    entry.alpha, looks=tuple(looks))
 
+    def rule(self) -> str:
+        """The deciding rule in words, as every report states it: the interval a class is read from, which for a
+        sequential campaign is the one of the look that settled it (analysis/sequential.py), not 1 - 2 alpha."""
+        if not self.looks:
+            return (f"a class is decided by the {self.confidence:.0%} interval of each message regime (each "
+                    f"one-sided test at {self.alpha:g})")
+        looks = ", ".join(map(str, self.looks))
+        levels = ", ".join(f"{1.0 - 2.0 * level:.2%}" for level in spent_levels(self.looks, self.alpha))
+        return (f"sequential: a class is decided at the first of the looks after {looks} rounds whose interval "
+                f"settles it, its level {self.alpha:g} spent over the looks by alpha t^3: intervals {levels} at "
+                "the looks in turn")
+
     def to_dict(self) -> dict:
         sequential = ({"looks": list(self.looks), "look_alphas": list(spent_levels(self.looks, self.alpha))}
                       if self.looks else {})
         return {"floor": self.floor.relative, "floor_us": self.floor.absolute_us,
                 "small_below": self.ranges.small_below, "large_from": self.ranges.large_from, "alpha": self.alpha,
-                "confidence": self.confidence, "seed": self.seed, **sequential}
+                "confidence": self.confidence, "seed": self.seed, **sequential, "rule": self.rule()}
 
 
 @dataclass

@@ -234,10 +234,11 @@ def checker(resources: Resources, build: bool = False) -> Path | None:
 # ---------------------------------------------------------------- the summary, as lines of text
 
 
-def summary(found: Preflight, width: int = 80) -> list[str]:
+def summary(found: Preflight, width: int = 80, pilot: Preflight | None = None, plan: str = "") -> list[str]:
     """The launches per stack (rows) and approach (columns; a variant's or a setting's "+..." on a second header
     line), or, where that table is wider than `width`, a line per stack; then each skip reason once with its
-    count."""
+    count. A sequential campaign's cells read "pilot…most": its `pilot`'s launches, then `found`'s (every round up
+    to the maximum), with `plan` (the maximum and the budget) in the heading."""
     stacks = list(dict.fromkeys(stack for stack, _ in found.cells))
     approaches = list(dict.fromkeys(approach for _, approach in found.cells))
     first = max([len("stack"), *map(len, stacks)])
@@ -247,11 +248,17 @@ def summary(found: Preflight, width: int = 80) -> list[str]:
 
     def count(stack: str, approach: str) -> str:
         run, skipped = found.cells.get((stack, approach), (0, 0))
-        return "" if run + skipped == 0 else "-" if run == 0 else str(run) if not skipped else f"{run}/{run + skipped}"
+        text = "" if run + skipped == 0 else "-" if run == 0 else str(run) if not skipped else f"{run}/{run + skipped}"
+        if pilot is None or run == 0:
+            return text
+        return f"{pilot.cells.get((stack, approach), (0, 0))[0]}…{text}"
 
     partly = any(0 < run < run + skipped for run, skipped in found.cells.values())
-    lines = ["launches per stack and approach (- : none runs" + ("; N/M: N of M run" if partly else "")
+    staged = "pilot…most; " if pilot is not None else ""
+    lines = [f"launches per stack and approach ({staged}- : none runs" + ("; N/M: N of M run" if partly else "")
              + ", why below):"]
+    widths = [max(width_, *(len(count(stack, approach)) for stack in stacks))
+              for width_, approach in zip(widths, approaches)]
     if 2 + first + sum(w + 2 for w in widths) <= width:
         lines.append("  " + "stack".ljust(first) + "".join(f"  {top:>{w}}" for (top, _), w in zip(heads, widths)))
         if any(bottom for _, bottom in heads):
@@ -263,6 +270,8 @@ def summary(found: Preflight, width: int = 80) -> list[str]:
         for stack in stacks:
             cells = [f"{approach} {text}" for approach in approaches if (text := count(stack, approach))]
             lines.append(f"  {stack}: " + ", ".join(cells))
+    if plan:
+        lines.append(f"  {plan}")
     for number, (reason, (count, where)) in enumerate(found.skipped.items(), start=1):
         lines.append(f"[{number}] {count} skipped ({', '.join(where)}): {reason}")
     for reason, count in found.undecided.items():

@@ -82,19 +82,41 @@ def describe_plan(campaign: Campaign, pilot: Estimate) -> str:
             f"maximum){budget}")
 
 
+def describe_most(campaign: Campaign) -> str:
+    """The most launches come from: the maximum of rounds, and the budget that may end them earlier."""
+    budget = f"; the budget, {duration(campaign.budget)}, may end them sooner" if campaign.budget else "; no budget"
+    if not campaign.pilot:
+        return f"every case {campaign.repeats} times{budget}"
+    return f"most: the maximum of {campaign.repeats} rounds{budget}"
+
+
+def describe_spent(campaign: Campaign, spent: float) -> str:
+    """A resumed campaign's budget: what its stored launches took of it, and what is left for this session."""
+    return (f"the budget: {duration(spent)} of {duration(campaign.budget)} spent by the launches stored before; "
+            f"{duration(campaign.budget - spent)} left")
+
+
 def _cost(pilot: Estimate) -> str:
     if pilot.from_history:
         return f"estimated {duration(pilot.seconds)}"
     return f"at most {duration(pilot.at_timeouts)} at the cases' timeouts; no earlier runs to go by"
 
 
-def check_budget(campaign: Campaign, pilot: Estimate) -> str | None:
+def check_budget(campaign: Campaign, pilot: Estimate, spent: float = 0.0) -> str | None:
     """Before any launch: a budget the pilot cannot fit is an error when earlier runs tell the pilot's cost,
-    a warning (with the figures) when only the timeouts do."""
-    if campaign.budget is None or pilot.seconds <= campaign.budget:
+    a warning (with the figures) when only the timeouts do. `spent`: what a resumed campaign's stored launches
+    took of it; a budget they spent is an error."""
+    if campaign.budget is None:
         return None
     where = campaign.path or campaign.name
-    text = (f"{where}: budget = {duration(campaign.budget)} is less than the pilot's {_cost(pilot)} "
+    if spent and spent >= campaign.budget:
+        raise CampaignError(f"{where}: the budget is spent: the launches stored before took {duration(spent)} of "
+                            f"its {duration(campaign.budget)}; give a larger one to go on (`mpistack run --resume "
+                            "--budget 30m`, or budget = in the file)")
+    if pilot.seconds <= campaign.budget - spent:
+        return None
+    left = f" left of {duration(campaign.budget)}" if spent else ""
+    text = (f"{where}: budget = {duration(campaign.budget - spent)}{left} is less than the pilot's {_cost(pilot)} "
             f"({pilot.launches} launches)")
     if pilot.from_history >= pilot.launches:
         raise CampaignError(f"{text}: raise the budget (budget = in the file, or `mpistack run --budget 30m`) "
@@ -115,6 +137,7 @@ class Launches:
     say: Callable[[str], None] = lambda text: None
     per_launch: float = 0.0  # seconds a launch is expected to take before any has run here
     clock: Callable[[], float] = time.monotonic
+    spent: float = 0.0  # seconds of the budget the campaign's earlier sessions spent (--resume)
     stopped: str = ""
     look: Look | None = None
     planned: int = 0  # launches chosen so far (the progress bar's total)
@@ -161,7 +184,7 @@ class Launches:
         if self.campaign.budget is None:
             return float("inf")
         spent = 0.0 if self._start is None else self.clock() - self._start
-        return self.campaign.budget - spent
+        return self.campaign.budget - self.spent - spent
 
     def _expected(self, case: Case) -> float:
         """A launch's expected duration: the mean of this run's launches of its benchmark and approach, else

@@ -27,8 +27,8 @@ from ..spec.case import Case
 from ..spec.status import RunStatus
 from ..spec.terminal import hanging, printable
 from ..cache import private_directory
-from ..store.campaigns import (campaign_statuses, finished_case_keys, latest_campaign, lock_campaign,
-                               next_campaign_id, start_campaign, unlock_campaign)
+from ..store.campaigns import (campaign_statuses, finished_case_keys, latest_campaign, stored_launch_seconds,
+                               lock_campaign, next_campaign_id, start_campaign, unlock_campaign)
 from ..store.address import store_identity
 from ..store.database import StoreUnavailable
 from . import journal, preflight, probe, schedule, sequence, stages
@@ -92,6 +92,7 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
     if checker is not None:
         found.warnings += preflight.check_options(campaign, cases, checker)
     staged = bool(campaign.pilot or campaign.budget)
+    check_staged_launcher(campaign)
     if staged:  # the pilot's launches are listed; the later stages' depend on what the looks find
         size = pilot = sequence.pilot_estimate(campaign, cases, database, found.refused)
         cases = [case for case in cases if case.repeat <= sequence.stages_of(campaign)[0].last]
@@ -100,7 +101,9 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
     console.print(f"campaign {shown(campaign.name)}: {shown(size.describe())}", highlight=False)
     if staged:
         console.print(shown(sequence.describe_plan(campaign, pilot)), highlight=False)
-    _print_survey(console, found)
+    # a sequential campaign's table: the pilot's launches (`cases` now) beside the most, with the budget
+    _print_survey(console, found, preflight.survey(campaign, cases, resources) if campaign.pilot else None,
+                  sequence.describe_most(campaign) if staged else "")
     if checker is None:
         console.print("[dim]benchmark options not checked: no mpistack-bench is built yet (the run checks "
                       "them before it launches anything)[/dim]", highlight=False)
@@ -141,9 +144,11 @@ def dry_run(campaign: Campaign, console: Console, host: HostFacts | None = None,
     return len(cases)
 
 
-def _print_survey(console: Console, found: preflight.Preflight) -> None:
-    """The launches per stack and approach, the skip reasons (numbered, each once with its count), warnings."""
-    for line in preflight.summary(found):
+def _print_survey(console: Console, found: preflight.Preflight, pilot: preflight.Preflight | None = None,
+                  plan: str = "") -> None:
+    """The launches per stack and approach (a sequential campaign's: the pilot's and the most, `plan` saying the
+    maximum and the budget), the skip reasons (numbered, each once with its count), warnings."""
+    for line in preflight.summary(found, pilot=pilot, plan=plan):
         # a line wider than the console (a numbered reason, a stack's launches) folded, continued lines indented;
         # the table, which fits, as it is
         console.print(shown(line if len(line) <= console.width else hanging(line, console.width)), highlight=False,
@@ -151,6 +156,18 @@ def _print_survey(console: Console, found: preflight.Preflight) -> None:
     for warning in found.warnings:
         text = hanging(f"warning: {warning}", console.width)
         console.print(f"[yellow]warning:[/yellow]{shown(text[len('warning:'):])}", highlight=False, soft_wrap=True)
+
+
+def check_staged_launcher(campaign: Campaign) -> None:
+    """A sequential campaign or a budget needs its cases launched one by one, each look between stages: a batch
+    launcher submits every case at once, so it is refused, naming the fix, before anything is planned."""
+    if (campaign.pilot or campaign.budget) and LAUNCHERS.get(campaign.launcher).can.batch:
+        fields = " and ".join(name for name in ("pilot", "budget") if getattr(campaign, name))
+        need = "need" if " and " in fields else "needs"
+        raise CampaignError(f"{campaign.path or campaign.name}: {fields} {need} a launcher that runs cases one by one "
+                            f"(launcher = \"local\": one node, this one); under "
+                            f"launcher = \"{campaign.launcher}\" remove {fields} and set repeats alone (a fixed "
+                            "design)")
 
 
 def with_seed(campaign: Campaign) -> Campaign:
@@ -211,9 +228,7 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
     cases = expand(campaign, stacks)
     size = estimate(campaign, cases, database)
     staged = bool(campaign.pilot or campaign.budget)
-    if staged and LAUNCHERS.get(campaign.launcher).can.batch:
-        raise CampaignError(f"{campaign.path or campaign.name}: pilot and budget need a launcher that runs cases "
-                            f"one by one (local); under {campaign.launcher} set repeats alone (a fixed design)")
+    check_staged_launcher(campaign)
     if staged and campaign_id is None:  # a budget the pilot cannot fit (earlier runs' durations): an error
         sequence.check_budget(campaign, sequence.pilot_estimate(campaign, cases, database))  # before the start
     if (reason := size.too_large()) and not yes:
@@ -249,11 +264,13 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
     launches: Iterable[Case] = todo
     if staged:
         pilot = sequence.pilot_estimate(campaign, todo, database, found.refused)
-        if warning := sequence.check_budget(campaign, pilot):  # one the pilot cannot fit ends the run here
+        # a resumed campaign goes on with what its stored launches left of the budget, not a fresh one
+        spent = stored_launch_seconds(database, campaign_id) if already and campaign.budget is not None else 0.0
+        if warning := sequence.check_budget(campaign, pilot, spent):  # one the pilot cannot fit ends the run here
             found.warnings.append(warning)
         per_launch = pilot.seconds / pilot.launches if pilot.launches else 0.0
         launches = sequence.Launches(campaign, cases, done, judge, campaign_id, per_launch=per_launch,
-                                     say=lambda text: console.print(shown(text), highlight=False))
+                                     say=lambda text: console.print(shown(text), highlight=False), spent=spent)
         size = pilot
     console.print(f"campaign {shown(campaign.name)} (#{campaign_id}): "
                   f"{'at most ' if campaign.pilot else ''}{len(todo)} case(s) to run"
@@ -261,6 +278,8 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
                   + shown(size.describe()), highlight=False)
     if staged:
         console.print(shown(sequence.describe_plan(campaign, pilot)), highlight=False)
+        if spent := launches.spent:
+            console.print(shown(sequence.describe_spent(campaign, spent)), highlight=False)
     _print_survey(console, found)
     try:
         with _StopRaises():  # from here on SIGTERM and SIGHUP stop the run as Ctrl-C does, an image build too

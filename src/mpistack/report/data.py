@@ -275,7 +275,7 @@ class Report:
         settings = self.settings
         return (f"practical floor {settings.floor.describe(higher_is_better=False)}, small messages below "
                 f"{format_size(settings.ranges.small_below)}, large from {format_size(settings.ranges.large_from)}, "
-                f"each one-sided test at {settings.alpha:g} ({settings.confidence:.0%} intervals); from "
+                f"{settings.rule()}; from "
                 f"{self.settings_origin}")
 
 

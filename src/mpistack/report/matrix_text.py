@@ -552,6 +552,7 @@ def _answer_lines(report: Report, width: int, hint: str | None, compact: bool) -
         lines += matrix
         legend = LEGEND if max(map(len, LEGEND)) <= width else textwrap.wrap(" ".join(LEGEND), width)
         lines += [Text(line, style="dim") for line in legend]
+        lines += [Text(line, style="dim") for line in fold(report.settings.rule(), width, 2 if compact else 3)]
         under = cell_lines(report, width, faster_in_full=not compact)
         if under:
             lines.append(Text(""))

@@ -132,6 +132,18 @@ def past_durations(database: Engine, benchmarks: set[str], approaches: set[str])
     return durations
 
 
+def stored_launch_seconds(database: Engine, campaign_id: int) -> float:
+    """The wall time the campaign's stored launches took (skipped cases never launched): what its earlier
+    sessions spent of its budget, so that `--resume` goes on with what is left of it."""
+    runs = RunRow.__table__.c
+    with database.connect() as connection:
+        rows = connection.execute(
+            select(runs.started_at, runs.finished_at)
+            .where(runs.campaign_id == campaign_id, runs.status != "skipped",
+                   runs.started_at.is_not(None), runs.finished_at.is_not(None)))
+        return sum(max(0.0, (finished - started).total_seconds()) for started, finished in rows)
+
+
 def campaign_statuses(database: Engine, campaign_id: int) -> dict[str, int]:
     """The campaign's number of runs by status."""
     runs = RunRow.__table__.c
