@@ -1,0 +1,47 @@
+"""What the doctor makes of rootless podman's confinement, on runs written through the real store writer:
+all of a user's containers share one user namespace (the user's, not the host's), which the single-copy
+finding names, and where a refused single copy comes from a seccomp filter or Yama, not from the namespaces;
+ranks in that one namespace are not 'separate user namespaces'."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpistack.doctor import diagnose_runs
+from mpistack.engines import ContainerRun, PodmanEngine
+from mpistack.engines import base as engine_base
+from mpistack.parsers.model import ParsedRun
+from mpistack.spec.provenance import Provenance
+from mpistack.store import open_database
+from mpistack.store.query import Where
+
+from .test_stored import store_runs
+
+
+def podman_run(monkeypatch, uid: int, single_copy: str):
+    with monkeypatch.context() as patch:  # the engine's view of who runs it; the store's check stays real
+        patch.setattr(engine_base.os, "geteuid", lambda: uid)
+        confinement = PodmanEngine(runtime="").confinement(ContainerRun("image", share_ipc=True, share_pid=True,
+                                                                        per_rank=True))
+    facts = Provenance(stack="debian-mpich", approach="hybrid", ranks=2, nodes=1, command="mpiexec podman ...")
+    facts.transport = {"layer": "ucx", "intra": "shm", "single_copy": single_copy}
+    tags = {"mpi": "mpich", "variant": "default", "confinement": confinement.word(), "runtime": "podman",
+            "confinement_record": confinement.record()}
+    return ParsedRun.empty("latency"), facts, tags, None, None
+
+
+def findings(store_url, run, rule: str):
+    engine = open_database(store_url)
+    campaign = store_runs(engine, run)
+    return [f for f in diagnose_runs(engine, [Where("campaign", "=", campaign)]) if f.rule == rule]
+
+
+@pytest.mark.parametrize("uid, namespace", [(1000, "one, the user's (rootless)"), (0, "the host's")])
+def test_the_single_copy_finding_names_the_user_namespace(store_url, monkeypatch, uid, namespace):
+    said = findings(store_url, podman_run(monkeypatch, uid, "none"), "single-copy")
+    assert len(said) == 1 and said[0].evidence["user_namespace"] == namespace
+    assert ("Under rootless podman the user's containers share one user namespace" in said[0].fix) is (uid != 0)
+
+
+def test_rootless_ranks_in_one_user_namespace_are_not_separated(store_url, monkeypatch):
+    assert findings(store_url, podman_run(monkeypatch, 1000, "cma"), "rank-namespaces") == []
