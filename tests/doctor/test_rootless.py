@@ -12,6 +12,7 @@ from mpistack.engines import ContainerRun, PodmanEngine
 from mpistack.engines import base as engine_base
 from mpistack.parsers.model import ParsedRun
 from mpistack.spec.provenance import Provenance
+from mpistack.spec.status import RunStatus
 from mpistack.store import open_database
 from mpistack.store.query import Where
 
@@ -45,3 +46,14 @@ def test_the_single_copy_finding_names_the_user_namespace(store_url, monkeypatch
 
 def test_rootless_ranks_in_one_user_namespace_are_not_separated(store_url, monkeypatch):
     assert findings(store_url, podman_run(monkeypatch, 1000, "cma"), "rank-namespaces") == []
+
+
+def test_a_container_the_engine_would_not_start_is_named_not_unknown(store_url, monkeypatch):
+    parsed, facts, tags, _, _ = podman_run(monkeypatch, 1000, "cma")
+    failed = (parsed, facts, tags, RunStatus.FAILED,
+              "exit status 126: Error: container create failed (no logs from conmon)")
+    said = findings(store_url, failed, "container-not-started")
+    assert [(f.verdict, f.cause) for f in said] == [("problem", "container-not-started")]
+    assert said[0].title == "container not started: container create failed (no logs from conmon)"
+    assert "podman run --rm IMAGE true" in said[0].fix
+    assert findings(store_url, podman_run(monkeypatch, 1000, "cma"), "container-not-started") == []
