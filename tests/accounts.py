@@ -87,3 +87,4 @@ def unprivileged_account() -> Iterator[Account]:
         subprocess.run(["pkill", "--signal", "KILL", "--uid", str(entry.pw_uid)], capture_output=True)
         subprocess.run(["userdel", "--remove", "--force", name], capture_output=True)
         shutil.rmtree(runtime, ignore_errors=True)
+        Path(f"/dev/shm/libpod_rootless_lock_{entry.pw_uid}").unlink(missing_ok=True)  # rootless podman's, not in $HOME

@@ -176,6 +176,28 @@ def test_a_job_pending_past_its_limit_is_cancelled(tmp_path):
     assert "still pending after 0.3 s (reason: BeginTime); cancelled" in stored(tmp_path)[0][2]
 
 
+def test_a_job_queued_behind_the_campaigns_own_running_job_is_not_cancelled(tmp_path):
+    """The demo cluster runs one two-node job at a time: a campaign's later jobs pend behind its first for as
+    long as it runs, which is no reason to give them up."""
+    run, slurm, cases, _ = batch_run(tmp_path, lambda job, directories: "RUNNING" if job == "1" else "PENDING",
+                                     repeats=2, pending_limit=0.3, cases_per_job=1)
+    polls_running = 8  # 0.1 to 0.2 s each: the first job runs well past the second's pending limit
+    answer = StandInSlurm.states
+
+    def states(job_ids):
+        first = slurm.jobs.get("1")
+        if first == "RUNNING" and slurm.polls < polls_running:
+            slurm.polls += 1
+            return {job: JobState(job, slurm.jobs[job], "Resources", "node1") for job in job_ids}
+        if first != "RUNNING" and slurm.jobs.get("2") == "PENDING":
+            slurm.jobs["2"] = "RUNNING"  # the nodes are free: the second job starts
+        return answer(slurm, job_ids)
+
+    slurm.states = states
+    assert run.run(cases)
+    assert slurm.cancelled == [] and [status for _, status, _ in stored(tmp_path)] == ["ok", "ok"]
+
+
 def test_transient_poll_failures_are_tolerated(tmp_path):
     run, slurm, cases, _ = batch_run(tmp_path, lambda job, directories: "RUNNING", repeats=2)
     slurm.failing_polls = 3  # squeue fails three times while the job runs, then the job ends
