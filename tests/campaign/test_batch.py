@@ -78,10 +78,11 @@ def began(directory: Path, job: str) -> None:
     (directory / "started").write_text(f"{job} 0 {time.time()} debug node1\n")
 
 
-def batch_run(tmp_path: Path, plan, repeats: int = 3, stack: str = 'name = "h"\nhost = "mpich"', **table):
+def batch_run(tmp_path: Path, plan, repeats: int = 3, stack: str = 'name = "h"\nhost = "mpich"',
+              approach: str = "native", **table):
     campaign = load_campaign_text(
         f'name = "b"\nlauncher = "slurm"\norder = "matrix"\nretries = 1\nrepeats = {repeats}\n'
-        f'approaches = ["native"]\n[[stack]]\n{stack}\n'
+        f'approaches = ["{approach}"]\n[[stack]]\n{stack}\n'
         '[[benchmark]]\nname = "fake"\nprogram = "/bin/true"\n[[placement]]\nranks = 1\n')
     stacks = resolve_stacks(campaign)
     resources = planning_resources(campaign, stacks, HostFacts())
@@ -246,3 +247,17 @@ def test_a_jobs_probe_step_is_read_once_for_all_its_cases(tmp_path, monkeypatch)
     assert run.run(cases)
     assert len(outcomes) == 4 and len(slurm.jobs) == 1
     assert len(reads) == 1  # one configuration in one job: one probe step, read once
+
+
+def test_a_container_configurations_probe_step_has_its_case_directory(tmp_path):
+    """podman refuses a bind mount whose source is missing: a job's probe of a container configuration failed
+    with `Error: statfs .../cases/mpistack-probe-...` until its directory was made with the job."""
+    run, slurm, cases, _ = batch_run(tmp_path, every_case_ends, repeats=1, stack='name = "pip-mpich"',
+                                     approach="container")
+    resources = run.context.resources
+    resources.workdir = tmp_path / "work"
+    resources.images = {"pip-mpich": "localhost/mpistack/pip-mpich:test"}
+    assert run.run(cases)
+    script = next((tmp_path / "jobs").glob("*.sh")).read_text()
+    probes = [path for path in (tmp_path / "work" / "cases").glob("mpistack-probe-*") if path.is_dir()]
+    assert len(probes) == 1 and f"{probes[0]}:{probes[0]}" in script
