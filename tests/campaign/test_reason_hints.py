@@ -18,3 +18,14 @@ def test_a_rootless_hybrid_without_dev_mqueue_says_what_the_administrator_mounts
 def test_a_plain_failure_gets_no_hint():
     outcome = classify(execution(exit_code=1, stderr="Abort(1) on node 0\n"), Parsed(runs=[]), 60)
     assert outcome.message.splitlines()[0] == "exit status 1: Abort(1) on node 0"
+
+
+# what rootless podman 4.3 printed when its OCI runtime failed (Debian 12, `podman --runtime /usr/bin/false run`)
+ENGINE_FAILED = ('time="2026-11-29T02:07:24Z" level=error msg="Removing container 32824c35a3fa from runtime after '
+                 'creation failed"\nError: container create failed (no logs from conmon): conmon bytes "": '
+                 'readObjectStart: expect { or n\n')
+
+
+def test_a_container_engines_log_line_gives_way_to_its_error():
+    outcome = classify(execution(exit_code=126, stderr=ENGINE_FAILED), Parsed(runs=[]), 60)
+    assert outcome.message.splitlines()[0].startswith("exit status 126: Error: container create failed")

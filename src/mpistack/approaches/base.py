@@ -159,8 +159,10 @@ def rank_starter(resources: "Resources") -> RankStarter:
 
 def image_env(case: Case, host: HostFacts) -> dict[str, str]:
     """The stack's runtime preset with the case's variant on top: passed into its containers, and set for
-    the natively run wheel of a pip stack, so that both sides of a comparison run the MPI alike."""
-    return {**presets(case.stack.spec, local_root=host.is_root, gpu="D" in case.buffers).env, **case.variant_env}
+    the natively run wheel of a pip stack, so that both sides of a comparison run the MPI alike. A podman
+    container's ranks are root in it also without root (rootless podman maps the user to uid 0), where Open MPI
+    refuses to start unless told it may."""
+    return {**presets(case.stack.spec, local_root=True, gpu="D" in case.buffers).env, **case.variant_env}
 
 
 def container(case: Case, resources: Resources, label: str, env: dict[str, str], argv: list[str] = (),

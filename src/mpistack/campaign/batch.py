@@ -57,6 +57,8 @@ class Bundle:
     job_id: str | None = None
     submitted_at: float = 0.0  # time.time() of the submission, for the pending limit
     unknown_polls: int = 0
+    #: when the campaign last had a job running: a job queued behind the campaign's own is not stuck
+    ours_ran_at: float = 0.0
 
 
 class BundleFiles:
@@ -249,6 +251,7 @@ class BatchRun:
         if not self.active:
             return False
         states = self.launcher.states(list(self.active))
+        ours_running = any(state.state in ("RUNNING", "COMPLETING") for state in states.values())
         changed = False
         for job_id, bundle in list(self.active.items()):
             state = states.get(job_id)
@@ -262,7 +265,10 @@ class BatchRun:
                 self._leftovers(bundle, state)
                 del self.active[job_id]
                 changed = True
-            elif state.state == "PENDING" and time.time() - bundle.submitted_at > self.table.pending_limit:
+            elif state.state == "PENDING" and ours_running:
+                bundle.ours_ran_at = time.time()  # the limit counts from when the campaign's own jobs stopped
+            elif (state.state == "PENDING"
+                  and time.time() - max(bundle.submitted_at, bundle.ours_ran_at) > self.table.pending_limit):
                 self.launcher.cancel([job_id])
                 for label in bundle.labels:
                     self._finish_failed(label, RunStatus.FAILED,

@@ -141,6 +141,9 @@ def batch_probe(campaign: str, case: Case, resources: Resources, directory: Path
         launch = plan_probe(campaign, case, resources)
     except Refused:
         return None
+    # its containers get the probe's own case directory, as a case's get theirs: it must be there (podman
+    # refuses a missing bind source), and no local launcher makes it for a job
+    resources.case_directory(probe_label(campaign, case, resources.workdir.name)).mkdir(parents=True, exist_ok=True)
     return BatchCase(directory, PROBE_TIMEOUT, launch.argv, {**launch.env, **step_env})
 
 

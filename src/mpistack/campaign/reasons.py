@@ -26,6 +26,9 @@ _BANNER = re.compile(r"^=\s")
 # what UCX, Open MPI and MPICH (its `==== ... ====` summary) print when asked to be verbose: what they use,
 # never why they failed
 _CHATTER = ("UCX  INFO", "UCX  DIAG", "mca: base:", "select:", "==== ")
+# a container engine's log line (podman's logrus: `time="..." level=error msg="Removing container ..."`): what the
+# engine did about a failure, written before its own `Error: ...` line, which says the failure
+_ENGINE_LOG = re.compile(r'^time="[^"]*" level=\w+ msg=')
 
 
 def meaningful_lines(text: str) -> Iterator[str]:
@@ -42,8 +45,10 @@ def meaningful_lines(text: str) -> Iterator[str]:
 
 
 def first_reason(stderr: str) -> str | None:
-    """The first meaningful line of `stderr`; None when there is none."""
-    text = next(meaningful_lines(stderr), None)
+    """The first meaningful line of `stderr` that is not a container engine's log line (unless there is no
+    other); None when there is none."""
+    lines = list(meaningful_lines(stderr))
+    text = next((line for line in lines if not _ENGINE_LOG.match(line)), lines[0] if lines else None)
     if text is None or len(text) <= REASON_LIMIT:
         return text
     return text[:REASON_LIMIT - 1] + "…"

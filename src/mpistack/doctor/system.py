@@ -208,6 +208,7 @@ def probe_image(image: str, *, engine=None, ranks: int = 2, launcher: str | None
                 env: dict[str, str] | None = None, shm_size: str = SHM_SIZE) -> SystemFacts:
     """Run the script inside ``image`` with the engine, confined as a campaign's container case (podman's
     default confinement, mpistack's /dev/shm size unless ``shm_size`` says otherwise)."""
+    from ..approaches.base import HostFacts
     from ..engines.podman import PodmanEngine
 
     engine = engine or PodmanEngine()
@@ -216,6 +217,7 @@ def probe_image(image: str, *, engine=None, ranks: int = 2, launcher: str | None
     launcher = launcher or labels.get("org.mpistack.launcher") or "mpiexec"
     facts = SystemFacts(where=f"image {image}", in_container=True, mpi=mpi, launcher=launcher, ranks=ranks)
     script = probe_script(launch_argv(launcher, ranks), "mpistack-bench")
-    run = engine.run(ContainerRun(image=image, argv=["sh", "-c", script], env={**root_env(), **(env or {})},
+    root = HostFacts(is_root=True).root_env()  # root in the container, also under rootless podman
+    run = engine.run(ContainerRun(image=image, argv=["sh", "-c", script], env={**root, **(env or {})},
                                   shm_size=shm_size), timeout=PROBE_TIMEOUT + 60)
     return parse_report(run.stdout + run.stderr, facts)

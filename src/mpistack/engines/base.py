@@ -229,6 +229,10 @@ class Engine(ContainerRuntime):
         """Flags that keep a build's step processes in the build's job."""
         return []
 
+    def host_ipc_args(self, spec: ContainerRun) -> list[str]:
+        """Flags a container sharing the host's IPC namespace needs from this engine on this host."""
+        return []
+
     def build_leftovers(self, job: Job, since: float) -> list[str]:
         """Working containers an interrupted build left behind (none for engines that clean up)."""
         return []
@@ -343,6 +347,8 @@ class Engine(ContainerRuntime):
         """`podman run --rm --network host ... IMAGE ARGV` for one container; host network so that ranks
         reach each other and the launcher, nothing privileged beyond `spec`'s confinement flags."""
         args = ["run", "--rm", "--network", "host", *spec.confinement_flags()]
+        if spec.share_ipc:
+            args += self.host_ipc_args(spec)
         if spec.label:
             args += ["--label", f"mpistack.case={spec.label}"]
         if spec.preserve_fds:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..cache import OWN_CACHE_FIX, cache_dir, check_own, write_file_atomically
 from ..registry import ENGINES
-from .base import Engine
+from .base import ContainerRun, Engine
 from .containment import Job
 
 CONTAINERS_CONF = """\
@@ -70,6 +70,14 @@ class PodmanEngine(Engine):
         # --network host: builds use apt and pip; --layers keeps the cache between stacks
         # --format docker: SHELL and other Dockerfile-only instructions are kept
         return ["--network", "host", "--layers", "--format", "docker"]
+
+    def host_ipc_args(self, spec: ContainerRun) -> list[str]:
+        # With --ipc host, podman bind-mounts the host's /dev/mqueue; rootless podman cannot mount an mqueue
+        # of its own where the host has none ("statfs /dev/mqueue"). A mount of the user's at that place
+        # replaces podman's: an empty tmpfs, which MPI never reads; the IPC namespace is still the host's.
+        if os.geteuid() != 0 and not os.path.ismount("/dev/mqueue"):
+            return ["--mount", "type=tmpfs,destination=/dev/mqueue"]
+        return []
 
     def force_remove_args(self) -> list[str]:
         return ["--time", "0"]  # `rm -f` would otherwise wait 10 s for a container that ignores SIGTERM

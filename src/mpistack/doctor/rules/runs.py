@@ -153,8 +153,9 @@ def single_copy(rule, run: dict):
     mechanism = (run.get("transport") or {}).get("single_copy")
     refused = [hit for hit in match(run.get("message")) if hit.signature.id in CMA_REFUSED]
     confinement = confinement_of(run)
+    record = confinement_record(run)
     common = {"subject": subject_of(run), "cell": run_cell(run), "single_copy": mechanism or "not recorded",
-              "confinement": confinement}
+              "confinement": confinement, **({"user_namespace": user_namespace(record)} if record else {})}
     if refused or mechanism == "none":
         settings = single_copy_settings(run.get("environment") or {})
         if confinement == "native":
@@ -168,6 +169,10 @@ def single_copy(rule, run: dict):
             fix = ("Where the comparison shows a loss above the eager limit, grant single-copy rights: an approach "
                    "with single_copy = true (--pid host, --cap-add SYS_PTRACE, no seccomp filter), or podman run "
                    "--cap-add SYS_PTRACE.")
+            if record is not None and record.runtime == "podman" and user_namespace(record) == ROOTLESS_USER_NAMESPACE:
+                fix += (" Under rootless podman the user's containers share one user namespace, where processes of "
+                        "the user may attach each other without that capability (measured: benchmarks/cma_check.sh): "
+                        "a refusal there comes from a seccomp filter or Yama's ptrace_scope.")
         yield rule.finding(
             "warning", f"single-copy: {'refused' if refused else 'none'} (recorded), confinement {confinement}",
             "Large messages between ranks of one node are copied twice through shared memory (copy-in/copy-out): "
@@ -200,6 +205,18 @@ def confinement_record(run: dict) -> Confinement | None:
     """The confinement the run's containers had, as recorded (engines.Confinement); None for ranks run natively
     or a run recorded without one."""
     return Confinement.from_record((run.get("tags") or {}).get("confinement_record"))
+
+
+#: the user namespace of a rootless engine's ranks: one for all of a user's containers, not the host's
+ROOTLESS_USER_NAMESPACE = "one, the user's (rootless)"
+
+
+def user_namespace(record: Confinement) -> str:
+    """Which user namespace the ranks of a node ran in: the host's (root podman, docker), one of the user's
+    shared by every rank (rootless podman, joined Charliecloud ranks), or one per rank."""
+    if "user" in record.host:
+        return "the host's"
+    return ROOTLESS_USER_NAMESPACE if "user" in record.shared else "one per rank"
 
 
 def ranks_per_node(run: dict) -> int:
