@@ -50,8 +50,9 @@ def clip(text: str, width: int) -> str:
 def fold(text: str, width: int, lines: int = 2, indent: str = "  ") -> list[str]:
     """``text`` on at most ``lines`` lines of ``width``, the later ones indented, the last one clipped."""
     wrapped = textwrap.wrap(clip(text, 10 * width), width, subsequent_indent=indent, break_on_hyphens=False)
-    if len(wrapped) > lines:
-        wrapped = wrapped[:lines - 1] + [clip(" ".join(wrapped[lines - 1:]), width)]
+    if len(wrapped) > lines:  # the rest clipped onto the last line, without the indents of the lines it joins
+        wrapped = wrapped[:lines - 1] + [clip(" ".join([wrapped[lines - 1]] + [line.strip() for line in
+                                                                              wrapped[lines:]]), width)]
     return wrapped
 
 
@@ -305,23 +306,28 @@ def _rstrip(line: Text) -> Text:
 # -- under the matrix ---------------------------------------------------------------------------------------
 
 
-#: what the doctor's rules look at in a campaign's rows, said where none of them found a cause
-CHECKED = "TCP, single copy, eager limit, binding, stack"
-
-
 def _cause(report: Report, row: StackRow, column: Column, width: int) -> list[Text]:
-    """The cause of a cell's loss, as the doctor found it: its first cause (the one seen in the benchmarks where the
-    cell loses) with those benchmarks, and its fix on the next line; or that none is known and what was checked."""
-    found = report.findings_of(row, column)
-    if not found:
-        return [Text(clip(f"  doctor: no known cause; checked {CHECKED}", width), style="dim")]
-    first = found[0]
+    """The cause of a cell's loss, as the doctor found it: the finding that explains that loss (its benchmark and
+    sizes) with those benchmarks, and its fix on the next line; or that none is known and what was checked. A cell
+    that loses nothing (a faster one) gets its first finding."""
+    if report.losing(row, column):
+        first = report.loss_cause(row, column)
+        if first is None:
+            return [Text(line, style="dim") for line in
+                    fold(f"  doctor: no known cause; checked {report.checked(row, column)}", width, 2, "    ")]
+    else:
+        found = report.findings_of(row, column)
+        if not found:
+            return []
+        first = found[0]
     named = first.get("benchmarks") or []
-    lines = [Text(clip(f"  doctor{' (' + ', '.join(named) + ')' if named else ''}: {first['title']}", width),
-                  style="dim")]
+    title = first["title"]
+    if len(named) == 1 and title.startswith(named[0] + " "):
+        title = title[len(named[0]) + 1:]  # "doctor (allreduce): slower from ...", the benchmark said once
+    lines = fold(f"  doctor{' (' + ', '.join(named) + ')' if named else ''}: {title}", width, 2, "    ")
     if first.get("fix"):
-        lines.append(Text(clip(f"  fix: {first['fix']}", width), style="dim"))
-    return lines
+        lines += fold(f"  fix: {first['fix']}", width, 2, "    ")
+    return [Text(line, style="dim") for line in lines]
 
 
 def _benchmark_order(answer_: Answer) -> tuple:
