@@ -523,21 +523,24 @@ CANDIDATE_KEYS = frozenset({"stack", "approach", "variant", "origin", "launcher"
 
 @collector_paused()
 def collect(engine: Engine, filters: list[Where], settings: Settings = Settings(), *, title: str,
-            campaign: dict | None = None, filter_text: list[str] | None = None) -> Report:
+            campaign: dict | None = None, filter_text: list[str] | None = None, choose=None) -> Report:
     """Read the runs matching the filters, answer them against their baselines (read even when the filters leave
-    them out: ``--where approach=container`` still compares with native), and gather everything a report shows."""
+    them out: ``--where approach=container`` still compares with native), and gather everything a report shows.
+    ``choose(rows)``: the keys of the rows to answer, the others read as their baselines only; the report is then
+    those rows' alone (no provenance, no bounds: one row's table shows neither)."""
     rows = load_rows(engine, filters)
+    only = frozenset(choose(rows)) if choose is not None else None
     if any(where.key in CANDIDATE_KEYS for where in filters):
         shared = [where for where in filters if where.key not in CANDIDATE_KEYS]
         context = load_rows(engine, [*shared, Where("approach", "=", "native")])
-        answers = [a for a in answer({**context, **rows}, settings) if a.key in rows]
+        answers = [a for a in answer({**context, **rows}, settings, only) if a.key in rows]
         used = {a.baseline_row for a in answers if a.baseline_row is not None}
         rows = {**{key: context[key] for key in used if key in context}, **rows}
     else:
-        answers = answer(rows, settings)
+        answers = answer(rows, settings, only)
     report = build_report(rows, answers, settings, title=title, campaign=campaign, filters=filter_text,
-                          provenance=_provenance(engine, rows))
-    report.bounds = load_bounds(engine, campaign["id"]) if campaign else None
+                          provenance=_provenance(engine, rows) if only is None else [])
+    report.bounds = load_bounds(engine, campaign["id"]) if campaign and only is None else None
     return report
 
 
