@@ -647,9 +647,10 @@ _FASTER_FIXES = {
 @rule("faster-than-native", "performance",
       "Open MPI FAQ 'shared memory' single-copy (https://docs.open-mpi.org/en/v5.0.x/tuning-apps/networking/shared-memory.html): "
       "btl_vader_single_copy_mechanism none; Hoefler and Belli, SC15, rule 11 (upper bounds: memcpy); Open MPI 4.1.4 "
-      "natively on 2-core Debian 12 KVM guests, 4 KiB latency 1.81-1.97 us with CMA and 0.50-0.58 us without (the default "
-      "campaign's no-single-copy variant: `mpistack run examples/local.toml`, then `mpistack report local --row "
-      "host-openmpi/native+no-single-copy/latency`), while MPICH 4.0.2 over UCX with UCX_TLS=^cma got slower (16 KiB "
+      "natively on a 2-core Debian 12 KVM guest shared with other work, with CMA switched off (the default campaign's "
+      "no-single-copy variant: `mpistack run examples/local.toml`, then `mpistack report local --row "
+      "host-openmpi/native+no-single-copy/latency`): 4 KiB latency 1.16 us against 2.60 us with CMA (not settled), but "
+      "slower from 128 KiB on (1 MiB 148 against 92 us), while MPICH 4.0.2 over UCX with UCX_TLS=^cma got slower (16 KiB "
       "22.7 against 2.7 us): the switch-off variant decides, never a rule of thumb",
       "a row faster than its native baseline beyond the floor: which side is the anomaly (the baseline's single copy "
       "above its eager limit, confirmed by a variant that switches it off, or an in-cache figure), or that the MPI "
