@@ -9,7 +9,7 @@ campaign beyond MAX_CASES cases or MAX_SECONDS of estimated time runs only when 
 matrix grows by multiplication, and a typo in it can ask for a million cases.
 
 Public API (the campaign's schedule calls it): ``estimate``, ``Estimate``, ``launch_seconds``, ``corrected``,
-``duration``.
+``worth_saying``, ``duration``.
 """
 
 from __future__ import annotations
@@ -125,6 +125,22 @@ def corrected(remaining: float, finished: list[tuple[float, float]], least: int 
     if len(finished) < least or modelled <= 0:
         return remaining
     return remaining * sum(pair[1] for pair in finished) / modelled
+
+
+#: a running campaign's "about N left" line: said at most this often, only when the estimate moved by this share of
+#: the last one said, and never for less than SAY_AT_LEAST_S left (a tiny campaign's cases end within seconds of
+#: each other: a line after each would repeat what its progress bar shows)
+SAY_EVERY_S = 30.0
+SAY_CHANGE = 0.2
+SAY_AT_LEAST_S = 20.0
+
+
+def worth_saying(left: float, said: float | None, since_said: float) -> bool:
+    """Whether the estimate of what is left (``left`` seconds) is worth a line, ``since_said`` seconds after the
+    last one said (``said``: what it said; None before the first, ``since_said`` then counting from the start)."""
+    if left < SAY_AT_LEAST_S or since_said < SAY_EVERY_S:
+        return False
+    return said is None or abs(left - said) >= SAY_CHANGE * said
 
 
 def estimate(campaign: Campaign, cases: list[Case], database: Engine | None = None,
