@@ -15,6 +15,7 @@ from rich.console import Console
 from mpistack.analysis.answers import Settings
 from mpistack.parsers.model import ParsedRun
 from mpistack.report.data import collect
+from mpistack.report.console import classes_lines
 from mpistack.report.json_report import render_json
 from mpistack.report.matrix_text import answer_lines, matrix_cells, print_answer
 from mpistack.spec.provenance import Provenance
@@ -299,3 +300,16 @@ def test_the_first_cause_under_a_slower_cell_explains_that_loss(default_like):
 def _cell(report, stack: str, column: str):
     row = next(row for row in report.matrix.rows if row.stack == stack)
     return row, next(c for c in report.matrix.columns if c.label == column)
+
+
+def test_the_rows_listing_holds_the_same_stack_comparisons(default_like):
+    """`report --rows` on the default campaign's shape: the wheel's container, slower than the system MPI and at
+    its own build's speed, reads (Y)·Y as in the matrix; the native row, whose build is itself, has one class."""
+    lines = [line.plain for line in classes_lines(_report(default_like).answers, 80)]
+    stack = lines.index("pip-mpich")
+    end = next(index for index, line in enumerate(lines) if index > stack and not line.startswith(" "))
+    entries = {" ".join(line.split()[:2]): line.split()[2] for line in lines[stack + 1:end]
+               if line.startswith("  ") and not line.startswith("   ") and len(line.split()) > 2}
+    assert entries["container latency"] == "(Y)·Y" and entries["container+tcp latency"] == "(Y)·(Y)"
+    assert entries["native latency"] == "(Y)"
+    assert len(lines) < 6 * len(entries)
