@@ -313,3 +313,43 @@ def test_the_rows_listing_holds_the_same_stack_comparisons(default_like):
     assert entries["container latency"] == "(Y)·Y" and entries["container+tcp latency"] == "(Y)·(Y)"
     assert entries["native latency"] == "(Y)"
     assert len(lines) < 6 * len(entries)
+
+
+def test_the_html_shows_a_findings_fix_outside_its_collapsed_details(default_like):
+    """In report.html the finding folds away (its meaning and source), its fix does not: read without a click.
+    (A headless Chromium screenshot of the page showed the same.)"""
+    from html.parser import HTMLParser
+
+    from mpistack.report.html import render_html
+
+    report = _report(default_like)
+    native = (("campaign 1", "pip-mpich"), ("native", "default"))
+    report.findings = {native: [_finding("latency slower at 1 B–4 KiB: ranks left unbound", "no-binding",
+                                         ["latency"], [1, 4096], fix="Bind ranks to cores with -bind-to core.")]}
+
+    class Fixes(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.open_details, self.in_fix, self.seen = 0, 0, []
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "details":
+                self.open_details += 1
+            if tag == "span" and ("class", "fix") in attrs:
+                self.in_fix = 1
+                self.seen.append([self.open_details, ""])
+
+        def handle_endtag(self, tag):
+            if tag == "details":
+                self.open_details -= 1
+            if tag == "span" and self.in_fix:
+                self.in_fix = 0
+
+        def handle_data(self, data):
+            if self.in_fix:
+                self.seen[-1][1] += data
+
+    parser = Fixes()
+    parser.feed(render_html(report, plots={}))
+    [(inside, text)] = [(inside, text) for inside, text in parser.seen if "bind-to core" in text]
+    assert inside == 0 and "Bind ranks to cores" in text
