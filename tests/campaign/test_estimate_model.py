@@ -31,8 +31,8 @@ def test_more_sizes_and_no_adaptive_stop_cost_more():
     few = campaign.model_copy(update={"benchmark_options": ["-m", "1:1024", "--stop", "ci:0.03"]})
     many = campaign.model_copy(update={"benchmark_options": ["-m", "1:4194304"]})
     assert launch_seconds(few, case) < launch_seconds(campaign, case) < launch_seconds(many, case)
-    tight = campaign.model_copy(update={"timeout": 1.0, "benchmark_options": ["-m", "1:4194304"]})
-    assert launch_seconds(tight, case) == 1.0  # never beyond the timeout
+    tight = campaign.model_copy(update={"timeout": 0.5, "benchmark_options": ["-m", "1:4194304"]})
+    assert launch_seconds(tight, case) == 0.5  # never beyond the timeout
 
 
 def test_the_rest_is_corrected_by_the_launches_that_finished():

@@ -24,13 +24,15 @@ from ..spec.campaign import Campaign
 from ..spec.case import Case
 from ..store.campaigns import past_durations
 
-#: the model's constants, from the default campaign on a 2-core Debian 12 KVM guest (`make run`: 1,176 launches
-#: in about 16 minutes): starting the ranks natively (mpiexec and MPI_Init), and in containers (podman run per
-#: rank); a message's time between ranks of one node (the shared-memory latency and copy rate)
-START_NATIVE_S = 0.4
-START_CONTAINER_S = 0.9
-MESSAGE_US = 0.5
-COPY_BYTES_PER_US = 10000.0
+#: the model's constants, fitted to the launches the default campaign's store recorded (`make run` on a 2-core
+#: Debian 12 KVM guest shared with other work: 876 launches of its four benchmarks, median 0.21-1.01 s by approach and
+#: benchmark) by `benchmarks/estimate_fit.py --db mpistack.db`: starting the ranks natively (mpiexec and MPI_Init),
+#: and in containers (podman run per rank); a message's time between ranks of one node (the shared-memory latency
+#: and copy rate), the fit's scale of the message term applied to both
+START_NATIVE_S = 0.27
+START_CONTAINER_S = 0.63
+MESSAGE_US = 0.26
+COPY_BYTES_PER_US = 19500.0
 #: OSU's iterations per size (small below 8 KiB, large from it) and messages per iteration, as mpistack-bench
 #: keeps them; an adaptive stop (--stop) ends a size after STOPPED_ITERATIONS in the usual case
 OSU_ITERATIONS = {"latency": (10000, 1000), "bw": (100, 20), "bibw": (100, 20), "allreduce": (10000, 1000)}
