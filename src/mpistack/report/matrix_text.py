@@ -306,7 +306,7 @@ def _rstrip(line: Text) -> Text:
 # -- under the matrix ---------------------------------------------------------------------------------------
 
 
-def _cause(report: Report, row: StackRow, column: Column, width: int) -> list[Text]:
+def _cause(report: Report, row: StackRow, column: Column, width: int, fix_lines: int = 2) -> list[Text]:
     """The cause of a cell's loss, as the doctor found it: the finding that explains that loss (its benchmark and
     sizes) with those benchmarks, and its fix on the next line; or that none is known and what was checked. A cell
     that loses nothing (a faster one) gets its first finding."""
@@ -326,7 +326,7 @@ def _cause(report: Report, row: StackRow, column: Column, width: int) -> list[Te
         title = title[len(named[0]) + 1:]  # "doctor (allreduce): slower from ...", the benchmark said once
     lines = fold(f"  doctor{' (' + ', '.join(named) + ')' if named else ''}: {title}", width, 2, "    ")
     if first.get("fix"):
-        lines += fold(f"  fix: {first['fix']}", width, 2, "    ")
+        lines += fold(f"  fix: {first['fix']}", width, fix_lines, "    ")
     return [Text(line, style="dim") for line in lines]
 
 
@@ -363,7 +363,7 @@ def _where(answers: list[Answer], label: str) -> str:
     return ", ".join(dict.fromkeys(parts))
 
 
-def cell_lines(report: Report, width: int = 80, faster_in_full: bool = True) -> list[Text]:
+def cell_lines(report: Report, width: int = 80, faster_in_full: bool = True, fix_lines: int = 2) -> list[Text]:
     """Per slower or failing cell (against either baseline): where and how much on one line, the doctor's first
     cause on the next; the same for a cell faster than the system MPI that the doctor has a word on (a faster
     figure is an anomaly on one side or the other; without ``faster_in_full``, those cells are named on one line);
@@ -416,7 +416,7 @@ def cell_lines(report: Report, width: int = 80, faster_in_full: bool = True) -> 
             head.append(cell.text, style=STYLES.get(label, ""))
             head.append(f": {where}")
             lines.append(_clip_text(head, width))
-            lines += _cause(report, row, column, width)
+            lines += _cause(report, row, column, width, fix_lines)
     if faster_cells:
         lines.append(Text(clip(f"faster, the doctor says why in the report: {', '.join(faster_cells)}", width)))
     no_loss = _no_loss_text(report, rows, columns, cells)
@@ -525,8 +525,8 @@ MAX_LINES = 36
 def answer_lines(report: Report, width: int = 80, hint: str | None = None, max_lines: int = MAX_LINES
                  ) -> list[Text]:
     """Everything the terminal shows of a report, within ``width`` and, where it can be, ``max_lines``: beyond them
-    a not-run reason takes one line, the faster cells are named on one line (their entries are in the files), and
-    the blank lines go. ``hint``: the command a reader would run for the per-row table."""
+    a not-run reason and each fix take one line, the faster cells are named on one line (their entries are in the
+    files), and the blank lines go. ``hint``: the command a reader would run for the per-row table."""
     lines = _answer_lines(report, width, hint, compact=False)
     if len(lines) > max_lines:
         lines = [line for line in _answer_lines(report, width, hint, compact=True) if line.plain]
@@ -558,7 +558,7 @@ def _answer_lines(report: Report, width: int, hint: str | None, compact: bool) -
         lines += matrix
         legend = LEGEND if max(map(len, LEGEND)) <= width else textwrap.wrap(" ".join(LEGEND), width)
         lines += [Text(line, style="dim") for line in legend]
-        under = cell_lines(report, width, faster_in_full=not compact)
+        under = cell_lines(report, width, faster_in_full=not compact, fix_lines=1 if compact else 2)
         if under:
             lines.append(Text(""))
             lines += under
