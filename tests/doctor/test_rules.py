@@ -488,3 +488,23 @@ def test_a_refusal_in_the_probes_note_is_the_recorded_cause(tmp_path):
     [found] = findings(engine, campaign, "loss-above-eager")
     assert found.verdict == "problem" and "single copy refused (recorded: smsc-cma-no-permission)" in found.title
     assert found.fix.startswith("podman run --cap-add SYS_PTRACE")
+
+
+def test_a_collectives_loss_is_not_blamed_on_a_single_copy_its_point_to_point_messages_do_not_miss(tmp_path):
+    """The wheel's MPICH natively: allreduce slower above its eager limit, recording no single copy beside a
+    system MPI with CMA, but its latency at those sizes as fast as the system MPI's. A large message's copy is
+    not what the collective lacks: the single copy is ruled out (ok), not named as the cause."""
+    engine = open_database(str(tmp_path / "r.db"))
+    tags, facts = SYSTEM
+    pip = {"mpi": "mpich", "origin": "venv"}
+    wheel = dict(stack="pip-mpich", approach="native", mpi_library_version="MPICH Version:\t4.3.2",
+                 transport={"mpi": "mpich", "intra": "shm", "intra_via": "MPICH ch4 shm", "eager_limit": "16384"})
+    system = {**facts, "transport": {"mpi": "mpich", "single_copy": "cma"}}
+    campaign = store_runs(
+        engine,
+        *launches("allreduce", latency(0.5), tags, **system), *launches("latency", latency(0.25), tags, **system),
+        *launches("allreduce", latency(0.5, 2.0), pip, **wheel), *launches("latency", latency(0.25), pip, **wheel),
+    )
+    [found] = findings(engine, campaign, "loss-above-eager")
+    assert found.verdict == "ok" and found.evidence["anomaly"] == "refuted"
+    assert "not for want of a single copy: latency large 1.00×, at speed" in found.title

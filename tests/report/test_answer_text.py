@@ -280,7 +280,7 @@ def test_the_first_cause_under_a_slower_cell_explains_that_loss(default_like):
     report.findings = {native: elsewhere}
     lines = _cause_lines(report, "pip-mpich native")
     text = " ".join(line.strip() for line in lines)
-    assert lines[0].startswith("  doctor: no known cause; checked "), lines
+    assert lines[0].startswith("  doctor: no known cause; checked: "), lines
     assert "faster" not in text and "single copy from 1 MiB" not in text and "allreduce" not in text
     assert "eager limit" in text and "binding" in text  # what was looked at, named
     assert report.unexplained(*_cell(report, "pip-mpich", "native"))

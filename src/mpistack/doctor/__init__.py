@@ -66,10 +66,11 @@ EXPLAINING_RULES = frozenset({"stack-effect", "faster-than-native"})
 
 
 def _shown(finding: Finding) -> bool:
-    """Whether a finding reaches the report: every one that is not ok, an ok one that explains a cell, and a cause
-    of a loss the doctor could not judge on a noisy machine (the report says it as such, with its fix)."""
+    """Whether a finding reaches the report: every one that is not ok, an ok one that explains a cell, a cause of a
+    loss the doctor could not judge on a noisy machine (the report says it as such, with its fix), and one it ruled
+    out (the report names it among what was checked)."""
     return finding.verdict != "ok" or finding.rule in EXPLAINING_RULES or (
-        finding.evidence.get("anomaly") == "not judged" and finding.rule != "faster-than-native")
+        finding.evidence.get("anomaly") in ("not judged", "refuted") and finding.rule != "faster-than-native")
 
 
 #: how a finding's subject names its benchmark: a performance rule's "STACK APPROACH (BENCHMARK BUFFERS, ...)", a

@@ -155,6 +155,8 @@ DIAGNOSED_LABELS = frozenset({"(Y)", "N"})
 EXPLAINS_ANY_CELL = frozenset({"faster-than-native"})
 #: doctor rules that call a cell's loss its MPI build's: the cell carries the cause found on the stack's native row
 BUILD_LOSS_RULES = frozenset({"stack-effect"})
+#: a finding's anomaly when the campaign's evidence ruled its cause out (said among what was checked)
+RULED_OUT = "refuted"
 
 
 @dataclass
@@ -255,6 +257,10 @@ class Report:
                  f"single copy {transport.get('single_copy') or 'not recorded'}",
                  f"eager limit {format_size(int(eager))}" if eager.isdigit() else "eager limit not recorded",
                  "binding"]
+        found = self.findings.get((row.key, (column.approach, column.variant)), [])
+        # what the evidence ruled out first: it says more than what was merely looked at
+        parts[:0] = [f"not the single copy ({f['evidence']['point_to_point']})" for f in found
+                     if (f.get("evidence") or {}).get("anomaly") == RULED_OUT and f["evidence"].get("point_to_point")]
         if column.approach != "native":
             same = self._same_label(row, column)
             parts.append(f"against its build natively: {same or 'not run'}")
@@ -324,8 +330,8 @@ _SEVERITY = {"problem": 0, "warning": 1, "ok": 2}
 def explains(finding: dict, losing: dict[str, list[int] | None]) -> bool:
     """Whether a finding can be the cause of a cell's loss (``Report.losing_sizes``): it is not about a speed-up,
     it was seen in a benchmark where the cell loses (or names none), and its sizes meet those where it loses."""
-    if finding["rule"] in EXPLAINS_ANY_CELL:
-        return False  # a speed-up's explanation never explains a loss
+    if finding["rule"] in EXPLAINS_ANY_CELL or (finding.get("evidence") or {}).get("anomaly") == RULED_OUT:
+        return False  # a speed-up's explanation never explains a loss, nor does a cause the evidence ruled out
     benchmarks = [name for name in (finding.get("benchmarks") or losing) if name in losing]
     span = finding.get("sizes")
     if not benchmarks or span is None:

@@ -314,7 +314,7 @@ def _cause(report: Report, row: StackRow, column: Column, width: int, fix_lines:
         first = report.loss_cause(row, column)
         if first is None:
             return [Text(line, style="dim") for line in
-                    fold(f"  doctor: no known cause; checked {report.checked(row, column)}", width, 2, "    ")]
+                    fold(f"  doctor: no known cause; checked: {report.checked(row, column)}", width, 2, "    ")]
     else:
         found = report.findings_of(row, column)
         if not found:

@@ -296,6 +296,18 @@ def loss_above_eager(rule, perf: Performance):
             continue  # the library said it used single copy here: its absence cannot be the cause
         worst = min(item.row_class.slow, key=lambda slow: slow.worst_ratio)
         refused = _single_copy_refused(perf, row) if row else None
+        if not refused and (as_fast := _point_to_point_as_fast(perf, item)):
+            # a collective's large messages are point-to-point transfers: where those are not slower, the single
+            # copy is not what the collective lacks (its algorithm or its reduction is)
+            yield rule.finding(
+                "ok", f"{key.benchmark} slower above the eager limit ({format_size(eager)}), not for want of a single "
+                f"copy: {as_fast}",
+                f"{_label(key)} is slower than its baseline from {format_size(min(slow_sizes))} on, but its point-to-"
+                f"point messages of those sizes are not ({as_fast}): the copy of a large message is not what costs "
+                "the collective; its algorithm or its reduction differs from the baseline's.", "",
+                subject=_subject(key), cell=_cell(key), sizes=_span(slow_sizes), anomaly="refuted",
+                point_to_point=as_fast)
+            continue
         restores = (f"expected to restore {key.benchmark} from {format_size(min(slow_sizes))} on (worst "
                     f"{worst.worst_ratio:.2f}× at {format_size(worst.worst_size)}) to its baseline's speed")
         evidence = dict(subject=_subject(key), cell=_cell(key), sizes=_span(slow_sizes), baseline=item.baseline,
@@ -341,6 +353,32 @@ def loss_above_eager(rule, perf: Performance):
                 "messages would be copied twice.",
                 f"Run the containers with --cap-add SYS_PTRACE (an approach with single_copy = true), share /dev/shm "
                 f"and the PID namespace, and compare again; {restores}.", evidence)
+
+
+#: the benchmarks whose messages go from one rank to another as they are (a collective's are made of them)
+POINT_TO_POINT = ("latency", "bw", "bibw")
+
+
+def _point_to_point_as_fast(perf: Performance, item) -> str | None:
+    """Where a collective row is slower in some regime, the same configuration's point-to-point rows decided at
+    speed or faster than the same baseline in that regime ("latency large 1.47×, faster"), else None."""
+    key = item.key
+    if key.benchmark in POINT_TO_POINT:
+        return None
+    regimes = {slow.regime for slow in item.row_class.slow}
+    found = []
+    for other in perf.answers:
+        mine = other.key
+        if mine.benchmark not in POINT_TO_POINT or other.baseline != item.baseline or (
+                mine.scope, mine.stack, mine.approach, mine.variant, mine.ranks, mine.nodes, mine.buffers) != (
+                key.scope, key.stack, key.approach, key.variant, key.ranks, key.nodes, key.buffers):
+            continue
+        for regime in sorted(regimes & set(other.row_class.regimes)):
+            comparison = other.row_class.regimes[regime]
+            if comparison.verdict in (Verdict.AT_SPEED, Verdict.FASTER):
+                found.append(f"{mine.benchmark} {regime} {comparison.ratio:.2f}×, "
+                             f"{'faster' if comparison.verdict is Verdict.FASTER else 'at speed'}")
+    return "; ".join(found) or None
 
 
 def _judged_or_not(rule, perf: Performance, key, ratio: float, title: str, meaning: str, fix: str, evidence: dict):
