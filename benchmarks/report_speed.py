@@ -180,8 +180,9 @@ def cli_seconds(db: Path, *args: str, best_of: int = 3, answer_marker: str | Non
 
 def user_commands(db: Path, out: Path, row: str, label: str) -> None:
     """The answer, one row and the doctor on a default campaign's store, against their goals."""
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"{label} (wall time, best of 3, with the CPU time beside it: on a shared machine the wall time is "
-          "the load's too):")
+          f"the load's too; load average {load} on {os.cpu_count()} cores):")
     wall, cpu, answered = cli_seconds(db, "report", "local", "--out", str(out), answer_marker="per row:")
     print(f"  mpistack report local: the terminal answer after {answered:.2f} s (goal < 3 s); md, html with "
           f"plots and json written after {wall:.2f} s (CPU {cpu:.2f} s)")

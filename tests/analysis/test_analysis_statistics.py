@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from mpistack.analysis import (
     MIN_LAUNCHES,
@@ -382,3 +383,18 @@ def test_quantiles_of_repeated_values_are_numpys():
     for probabilities in [(0.025, 0.975), (0.0001, 0.5, 0.9999), (0.3,)]:
         expected = np.quantile(np.repeat(values, counts, axis=1), probabilities, axis=1)
         assert np.array_equal(_repeated_quantiles(values, counts, probabilities), expected, equal_nan=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 8), min_size=2, max_size=12), st.lists(st.integers(1, 8), min_size=2, max_size=12),
+       st.sampled_from(["less", "greater"]))
+def test_the_exact_rank_test_is_scipys(x, y, alternative):
+    """The one-sided Mann-Whitney p-value made without importing scipy.stats is SciPy's exact one, ties (few
+    distinct values here, as a loaded machine's repeated figures give) included."""
+    from scipy.stats import mannwhitneyu
+
+    from mpistack.analysis.statistics import _exact_rank_test
+
+    expected = mannwhitneyu(x, y, alternative=alternative, method="exact").pvalue
+    assert _exact_rank_test([float(v) for v in x], [float(v) for v in y], alternative) == pytest.approx(
+        expected, rel=1e-9, abs=1e-12)

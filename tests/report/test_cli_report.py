@@ -43,7 +43,7 @@ def test_latest_campaign_by_default_written_beside_the_database_with_its_analysi
     assert "synthetic (campaign #1)" in result.stdout and "pip-mpich container (Y): latency small" in result.stdout
     # a line per row on request: small messages now end below 1 KiB
     rows = mpistack("--db", db, "report", "--rows")
-    assert "small 1 B–256 B" in rows.stdout and "A·B" not in rows.stdout
+    assert "small 1 B–256 B" in rows.stdout and "Y at native speed, (Y) slower" not in rows.stdout  # not the matrix
 
 
 def test_campaign_by_name_with_filters_format_and_settings(synthetic_db, tmp_path):

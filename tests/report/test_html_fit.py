@@ -41,7 +41,7 @@ PROBE = """<script>
     }),
     libraries: [...matrix.querySelectorAll(".lib")].map((l) => ({text: l.textContent, title: l.title})),
     tallest_row: Math.max(...[...matrix.rows].map((r) => r.getBoundingClientRect().height)),
-    closed_findings: matrix.querySelectorAll("details.doctor:not([open])").length,
+    closed_findings: matrix.querySelectorAll(".doctor details:not([open])").length,
   };
   const out = document.createElement("pre");
   out.id = "fit-result";

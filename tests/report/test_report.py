@@ -4,7 +4,6 @@ debian-mpich in a container has a single launch (?)."""
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import re
@@ -12,9 +11,9 @@ import shutil
 import subprocess
 
 import pytest
-from rich.console import Console
 
-from mpistack.report.console import classes_table
+from mpistack.analysis.answers import SYSTEM
+from mpistack.report.console import classes_lines
 
 
 def test_markdown_has_size_tables_classes_matrix_and_failures(written):
@@ -140,18 +139,21 @@ def test_html_escapes_what_the_runs_said(synthetic_db, tmp_path):
     assert "\\| broke" in markdown  # a pipe in a reason does not break the table
 
 
-def test_classes_table_reads_at_80_columns_without_cutting(written):
+def test_the_rows_listing_reads_at_80_columns_grouped_by_stack_with_both_baselines(written):
+    """`report --rows`: a heading per stack, then an entry per approach and benchmark of at most two lines (both
+    baselines: tests/report/test_answer_text.py)."""
     report, _ = written
-    console = Console(width=80, record=True, file=io.StringIO())
-    console.print(classes_table(report.answers, title="classes"))
-    text = console.export_text()
-    assert max(len(line) for line in text.splitlines()) <= 80
-    flat = " ".join(text.split())
+    lines = [line.plain for line in classes_lines(report.answers, 80)]
+    assert max(map(len, lines)) <= 80
+    flat = " ".join(" ".join(lines).split())
     assert re.search(r"small 1 B–4 KiB 0\.[45]\d?×", flat)
     assert "timeout: no output in 180 s (2 launches)" in flat
     assert "too few launches (as few as 1 on a side; a verdict needs 6)" in flat
-    header = next(line for line in text.splitlines() if "stack" in line)
-    assert header.split() == ["stack", "approach", "variant", "benchmark", "class", "where"]
+    headings = [line for line in lines if line and not line.startswith(" ")]
+    assert headings == sorted(set(headings)) and len(headings) == len({a.key.stack for a in report.answers
+                                                                       if a.baseline == SYSTEM and not a.control})
+    runs = "".join("c" if line.startswith("   ") else "e" for line in lines).split("e")
+    assert max(map(len, runs)) <= 2  # an entry's text on two lines at most (a long name on a line before them)
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed (scripts/setup-host.sh)")

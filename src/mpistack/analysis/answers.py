@@ -308,16 +308,20 @@ def compare_pairs(pairs: Sequence[tuple[Row, Row | None]],
 
 
 @collector_paused()
-def answer(rows: dict[RowKey, Row], settings: Settings = Settings()) -> list[Answer]:
+def answer(rows: dict[RowKey, Row], settings: Settings = Settings(), only: frozenset[RowKey] | None = None
+           ) -> list[Answer]:
     """Every row's answer against the system baseline and, where it differs, the same-stack one; in a
-    sequential campaign (``settings.looks``), each taken at the look that settled it (analysis/sequential.py)."""
+    sequential campaign (``settings.looks``), each taken at the look that settled it (analysis/sequential.py).
+    ``only``: answer these rows alone (and the A/A control, whose class every answer's reason reads), the others
+    serving as baselines: one row's table compares a few rows, not the campaign's."""
     if settings.looks:
-        return answer_at_looks(rows, settings, _answer_now)
-    return _answer_now(rows, settings)
+        return answer_at_looks(rows, settings, lambda rows_, settings_: _answer_now(rows_, settings_, only))
+    return _answer_now(rows, settings, only)
 
 
-def _answer_now(rows: dict[RowKey, Row], settings: Settings) -> list[Answer]:
-    """The answers on every launch the rows have, at the settings' level (a fixed design; or one look)."""
+def _plans(rows: dict[RowKey, Row]) -> list[tuple[Row, str, Row | None, bool]]:
+    """Each comparison to make: (row, SYSTEM or SAME_STACK, its baseline row, whether the same build is the
+    system MPI)."""
     plans: list[tuple[Row, str, Row | None, bool]] = []
     index = _system_index(rows)
     for row in sorted(rows.values(), key=lambda row: row.key):
@@ -331,6 +335,18 @@ def _answer_now(rows: dict[RowKey, Row], settings: Settings) -> list[Answer]:
                 plans.append((row, SAME_STACK, same, False))
             elif is_system:
                 plans[-1] = (row, SYSTEM, system, True)
+    return plans
+
+
+def compared_with(rows: dict[RowKey, Row], key: RowKey) -> int:
+    """How many comparisons take the row ``key`` as their baseline (without making them)."""
+    return sum(baseline is not None and baseline.key == key for _, _, baseline, _ in _plans(rows))
+
+
+def _answer_now(rows: dict[RowKey, Row], settings: Settings, only: frozenset[RowKey] | None = None
+                ) -> list[Answer]:
+    """The answers on every launch the rows have, at the settings' level (a fixed design; or one look)."""
+    plans = [plan for plan in _plans(rows) if only is None or plan[0].key in only or plan[0].control]
 
     compared = compare_pairs([(row, baseline) for row, _, baseline, _ in plans], settings)
     controls = [index for index, (row, kind, _, _) in enumerate(plans) if row.control and kind == SYSTEM]

@@ -299,14 +299,55 @@ def signed_rank_interval(differences: np.ndarray, confidence: float) -> tuple[np
     return estimate, walsh[:, k - 1], walsh[:, walsh.shape[1] - k]
 
 
+@functools.lru_cache(maxsize=64)
+def _u_frequencies(n1: int, n2: int) -> tuple[int, ...]:
+    """Of the C(n1 + n2, n1) orders of two samples without ties, how many give each Mann-Whitney U from 0 to
+    n1 n2: the coefficients of the Gaussian binomial [n1 + n2 choose n1]_q, the product over i of
+    (1 - q^(n2 + i)) / (1 - q^i) (Mann and Whitney 1947, the null distribution SciPy's exact method tabulates)."""
+    size = n1 * n2 + 1
+    series = [1] + [0] * (size - 1)
+    for i in range(1, n1 + 1):
+        for k in range(size - 1, n2 + i - 1, -1):  # times (1 - q^(n2 + i))
+            series[k] -= series[k - n2 - i]
+        for k in range(i, size):  # divided by (1 - q^i)
+            series[k] += series[k - i]
+    return tuple(series)
+
+
+def _exact_rank_test(x: Sequence[float], y: Sequence[float], alternative: str) -> float:
+    """``scipy.stats.mannwhitneyu(x, y, alternative=alternative, method="exact").pvalue`` for one pair of samples,
+    without importing scipy.stats (about a second, more than one row's whole analysis): U from mid-ranks, truncated
+    to an integer as SciPy does, against the exact null distribution (not corrected for ties, as SciPy's is not).
+    ``tests/analysis`` checks it against SciPy."""
+    n1, n2 = len(x), len(y)
+    pooled = sorted((value, index) for index, value in enumerate([*x, *y]))
+    ranks = [0.0] * (n1 + n2)
+    start = 0
+    while start < len(pooled):
+        end = start
+        while end + 1 < len(pooled) and pooled[end + 1][0] == pooled[start][0]:
+            end += 1
+        for position in range(start, end + 1):  # a tie shares the mean of its ranks
+            ranks[pooled[position][1]] = (start + end) / 2 + 1
+        start = end + 1
+    u1 = sum(ranks[:n1]) - n1 * (n1 + 1) / 2
+    u = int(u1 if alternative == "greater" else n1 * n2 - u1)
+    frequencies = _u_frequencies(min(n1, n2), max(n1, n2))
+    return min(1.0, max(0.0, sum(frequencies[u:]) / math.comb(n1 + n2, n1)))
+
+
 def _rank_tests(candidate: np.ndarray, baseline: np.ndarray, worse: str) -> list[tuple[float, float]]:
     """One-sided Mann-Whitney U p-values per row of the two 2-D arrays: (candidate worse, candidate better).
 
-    "Better" is the ``worse`` alternative with the samples swapped; both go through one batched SciPy call (the
+    "Better" is the ``worse`` alternative with the samples swapped. Within ``_EXACT_LIMIT`` each comes from the
+    exact null distribution (``_exact_rank_test``); beyond it, both go through one batched SciPy call (the
     per-call overhead dominates at benchmark sample sizes).
     """
     n_c, n_b = candidate.shape[-1], baseline.shape[-1]
     method = "exact" if n_c * n_b <= _EXACT_LIMIT else "asymptotic"
+    if method == "exact":
+        return [(_exact_rank_test(c, b, worse), _exact_rank_test(b, c, worse))
+                for c, b in zip(candidate.tolist(), baseline.tolist())]
     stats = _scipy_stats()
     if n_c == n_b:
         result = stats.mannwhitneyu(np.concatenate([candidate, baseline]), np.concatenate([baseline, candidate]),

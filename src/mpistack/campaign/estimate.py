@@ -9,7 +9,7 @@ campaign beyond MAX_CASES cases or MAX_SECONDS of estimated time runs only when 
 matrix grows by multiplication, and a typo in it can ask for a million cases.
 
 Public API (the campaign's schedule calls it): ``estimate``, ``Estimate``, ``launch_seconds``, ``corrected``,
-``duration``.
+``worth_saying``, ``duration``.
 """
 
 from __future__ import annotations
@@ -24,13 +24,15 @@ from ..spec.campaign import Campaign
 from ..spec.case import Case
 from ..store.campaigns import past_durations
 
-#: the model's constants, from the default campaign on a 2-core Debian 12 KVM guest (`make run`: 1,176 launches
-#: in about 16 minutes): starting the ranks natively (mpiexec and MPI_Init), and in containers (podman run per
-#: rank); a message's time between ranks of one node (the shared-memory latency and copy rate)
-START_NATIVE_S = 0.4
-START_CONTAINER_S = 0.9
-MESSAGE_US = 0.5
-COPY_BYTES_PER_US = 10000.0
+#: the model's constants, fitted to the launches the default campaign's store recorded (`make run` on a 2-core
+#: Debian 12 KVM guest shared with other work: 876 launches of its four benchmarks, median 0.21-1.01 s by approach and
+#: benchmark) by `benchmarks/estimate_fit.py --db mpistack.db`: starting the ranks natively (mpiexec and MPI_Init),
+#: and in containers (podman run per rank); a message's time between ranks of one node (the shared-memory latency
+#: and copy rate), the fit's scale of the message term applied to both
+START_NATIVE_S = 0.27
+START_CONTAINER_S = 0.63
+MESSAGE_US = 0.26
+COPY_BYTES_PER_US = 19500.0
 #: OSU's iterations per size (small below 8 KiB, large from it) and messages per iteration, as mpistack-bench
 #: keeps them; an adaptive stop (--stop) ends a size after STOPPED_ITERATIONS in the usual case
 OSU_ITERATIONS = {"latency": (10000, 1000), "bw": (100, 20), "bibw": (100, 20), "allreduce": (10000, 1000)}
@@ -125,6 +127,22 @@ def corrected(remaining: float, finished: list[tuple[float, float]], least: int 
     if len(finished) < least or modelled <= 0:
         return remaining
     return remaining * sum(pair[1] for pair in finished) / modelled
+
+
+#: a running campaign's "about N left" line: said at most this often, only when the estimate moved by this share of
+#: the last one said, and never for less than SAY_AT_LEAST_S left (a tiny campaign's cases end within seconds of
+#: each other: a line after each would repeat what its progress bar shows)
+SAY_EVERY_S = 30.0
+SAY_CHANGE = 0.2
+SAY_AT_LEAST_S = 20.0
+
+
+def worth_saying(left: float, said: float | None, since_said: float) -> bool:
+    """Whether the estimate of what is left (``left`` seconds) is worth a line, ``since_said`` seconds after the
+    last one said (``said``: what it said; None before the first, ``since_said`` then counting from the start)."""
+    if left < SAY_AT_LEAST_S or since_said < SAY_EVERY_S:
+        return False
+    return said is None or abs(left - said) >= SAY_CHANGE * said
 
 
 def estimate(campaign: Campaign, cases: list[Case], database: Engine | None = None,

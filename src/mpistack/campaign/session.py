@@ -35,7 +35,7 @@ from . import journal, preflight, probe, schedule, sequence, stages
 from .bounds import measure_for_campaign
 from .batch import BatchRun
 from .matrix import expand, resolve_stacks
-from .estimate import corrected, duration, estimate, launch_seconds
+from .estimate import corrected, duration, estimate, launch_seconds, worth_saying
 from .prepare import ConversionError, missing_images, planning_resources, prepare, workdir_for
 from .resume import recorded_spec, resumed
 
@@ -336,12 +336,15 @@ class _Display:
     reasons the run's start announced not at all), and counted at the end."""
 
     def __init__(self, console: Console, total: int, announced: preflight.Preflight | None = None,
-                 model=None, cases=()):
+                 model=None, cases=(), clock=time.monotonic):
         self.console, self.total, self.done = console, total, 0
         self.announced, self.skipped, self.reasons = announced, 0, set()
         # the estimate, corrected as launches finish: each launch's modelled cost beside what it took
         self.model, self.finished = model, []
         self.left = sum(model(case) for case in cases if not case.skip) if model else 0.0
+        self.clock = clock
+        self.said: tuple[float, float] | None = None  # the last "about N left" line: (when, what it said)
+        self.started = clock()
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True)
         self.task = self.progress.add_task("cases", total=total)
@@ -381,15 +384,19 @@ class _Display:
         self._estimate_left(case, outcome)
 
     def _estimate_left(self, case, outcome: stages.Outcome) -> None:
-        """Every tenth of the cases, what is left by the model corrected with the launches that finished."""
+        """What is left by the model corrected with the launches that finished, when it says something
+        (``estimate.worth_saying``: not after every case of a small campaign)."""
         if self.model is None or outcome.status is RunStatus.SKIPPED:
             return
         modelled = self.model(case)
         self.left = max(0.0, self.left - modelled)
         self.finished.append((modelled, outcome.seconds))
-        if self.done < self.total and self.done % max(1, self.total // 10) == 0:
-            self.console.print(f"about {duration(corrected(self.left, self.finished))} left (estimated: the model "
-                               f"corrected by the {len(self.finished)} launches so far)", highlight=False)
+        left, now = corrected(self.left, self.finished), self.clock()
+        last_at, last_said = self.said if self.said else (self.started, None)
+        if self.done < self.total and worth_saying(left, last_said, now - last_at):
+            self.said = (now, left)
+            self.console.print(f"about {duration(left)} left (estimated: the model corrected by the "
+                               f"{len(self.finished)} launches so far)", highlight=False)
 
 
 class _StopRaises:

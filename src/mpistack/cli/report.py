@@ -251,13 +251,14 @@ def _print_chosen_row(store, campaign_id: int, name: str | None, choice, setting
     the rows compared with it): a fraction of the campaign to read and compare. False where the row is not among
     them: the caller reads the whole campaign to list the rows there are."""
     from ..report.data import collect
-    from ..report.row_detail import RowNotFound, print_row
+    from ..report.row_detail import RowNotFound, chosen_row_keys, print_row
     from ..store.query import Where
 
     narrowed = [Where("campaign", "=", campaign_id), *filters, Where("benchmark", "=", choice.benchmark)]
     title = f"{name} (campaign #{campaign_id})" if name else f"campaign #{campaign_id}"
-    result = collect(store, narrowed, settings, title=title, campaign={"id": campaign_id, "name": name})
-    try:
+    try:  # the chosen row answered alone, the others read as its baselines
+        result = collect(store, narrowed, settings, title=title, campaign={"id": campaign_id, "name": name},
+                         choose=lambda rows: chosen_row_keys(rows, choice))
         print_row(result, choice, out)
     except RowNotFound:
         return False

@@ -65,6 +65,14 @@ def by_cause(findings: list[Finding]) -> dict[tuple, list[Finding]]:
 EXPLAINING_RULES = frozenset({"stack-effect", "faster-than-native"})
 
 
+def _shown(finding: Finding) -> bool:
+    """Whether a finding reaches the report: every one that is not ok, an ok one that explains a cell, a cause of a
+    loss the doctor could not judge on a noisy machine (the report says it as such, with its fix), and one it ruled
+    out (the report names it among what was checked)."""
+    return finding.verdict != "ok" or finding.rule in EXPLAINING_RULES or (
+        finding.evidence.get("anomaly") in ("not judged", "refuted") and finding.rule != "faster-than-native")
+
+
 #: how a finding's subject names its benchmark: a performance rule's "STACK APPROACH (BENCHMARK BUFFERS, ...)", a
 #: runs rule's "run N (STACK APPROACH, BENCHMARK)"
 _BENCHMARK_IN_SUBJECT = (re.compile(r"\(([\w.-]+) [HDM]-[HDM],"), re.compile(r"^run \d+ \([^,]*, ([\w.-]+)\)$"))
@@ -81,6 +89,16 @@ def benchmarks_of(findings: list[Finding]) -> list[str]:
     return names
 
 
+def _sizes_of(group: list[Finding]) -> list | None:
+    """The sizes a cause's findings are about, [smallest, largest or None], or None where one of them is about
+    every size (a finding without sizes)."""
+    spans = [finding.sizes for finding in group]
+    if not spans or any(span is None for span in spans):
+        return None
+    highs = [span[1] for span in spans]
+    return [min(span[0] for span in spans), None if None in highs else max(highs)]
+
+
 def cell_findings(engine, filters, settings=None, analysed=None) -> dict:
     """Findings that are not ``ok``, and the ok findings that explain a cell (``EXPLAINING_RULES``), as plain
     dicts, keyed like the compatibility matrix's cells: ``((scope, stack), (approach, variant))``; the report
@@ -88,11 +106,12 @@ def cell_findings(engine, filters, settings=None, analysed=None) -> dict:
     cells: dict = defaultdict(list)
     for (cell, rule, verdict, _), group in by_cause(diagnose_runs(engine, filters, settings, analysed)).items():
         finding = group[0]
-        if (verdict == "ok" and rule not in EXPLAINING_RULES) or cell is None:
+        if not _shown(finding) or cell is None:
             continue
         scope, stack, approach, variant = cell
         cells[((scope, stack), (approach, variant))].append(
             {"title": finding.title, "verdict": finding.verdict, "rule": finding.rule, "source": finding.source,
              "fix": finding.fix, "meaning": finding.meaning, "benchmarks": benchmarks_of(group),
+             "sizes": _sizes_of(group),
              "evidence": finding.to_dict()["evidence"]})
     return dict(cells)

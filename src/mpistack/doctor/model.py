@@ -31,6 +31,9 @@ class Finding:
     #: what a finding blames, when two rules can say it of one configuration ("tcp-intra": ranks of one node on
     #: TCP): the doctor says each cause once per configuration, by the rule with figures (``said_once``)
     cause: str = ""
+    #: the message sizes a finding is about, (smallest, largest; None: every larger size), where it is about some:
+    #: the report puts first under a slower cell the cause whose sizes meet those where the cell is slower
+    sizes: tuple[int, int | None] | None = None
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -66,9 +69,11 @@ class Rule:
 
     def finding(self, verdict: str, title: str, meaning: str, fix: str = "", subject: str = "",
                 cell: tuple[str, str, str, str] | None = None, source: str | None = None, cause: str = "",
-                **evidence: Any) -> Finding:
-        """A finding of this rule; ``source``: a more precise public source than the rule's (a signature's)."""
-        return Finding(self.id, verdict, title, meaning, fix, source or self.source, evidence, subject, cell, cause)
+                sizes: tuple[int, int | None] | None = None, **evidence: Any) -> Finding:
+        """A finding of this rule; ``source``: a more precise public source than the rule's (a signature's);
+        ``sizes``: the message sizes it is about (``Finding.sizes``)."""
+        return Finding(self.id, verdict, title, meaning, fix, source or self.source, evidence, subject, cell, cause,
+                       sizes)
 
 
 def rule(id: str, group: str | tuple[str, ...], source: str, checks: str):

@@ -155,6 +155,8 @@ DIAGNOSED_LABELS = frozenset({"(Y)", "N"})
 EXPLAINS_ANY_CELL = frozenset({"faster-than-native"})
 #: doctor rules that call a cell's loss its MPI build's: the cell carries the cause found on the stack's native row
 BUILD_LOSS_RULES = frozenset({"stack-effect"})
+#: a finding's anomaly when the campaign's evidence ruled its cause out (said among what was checked)
+RULED_OUT = "refuted"
 
 
 @dataclass
@@ -180,24 +182,41 @@ class Report:
     settings_origin: str = "the defaults"
 
     def findings_of(self, row, column) -> list[dict]:
-        """The findings shown under one matrix cell (a StackRow and a Column): a slow or failing cell's, the one
-        that explains its loss first (``_loss_first``), and any cell's explanation of being faster than native."""
+        """The findings shown under one matrix cell (a StackRow and a Column): a slow or failing cell's, those that
+        explain its loss first (``explains``), and any cell's explanation of being faster than native."""
         cell = self.matrix.cell(row, column)
         if cell is None:
             return []
         found = self.findings.get((row.key, (column.approach, column.variant)), [])
-        if cell.label not in DIAGNOSED_LABELS and self._same_label(row, column) not in DIAGNOSED_LABELS:
+        if not self.losing(row, column):
             return [f for f in found if f["rule"] in EXPLAINS_ANY_CELL]
-        ordered = _loss_first(found, self.losing_benchmarks(row, column))
-        if ordered and ordered[0]["rule"] in BUILD_LOSS_RULES and column.approach != "native":
-            ordered[0] = self._with_native_cause(row, column, ordered[0])
+        losing = self.losing_sizes(row, column)
+        ordered = _loss_first(found, losing)
+        if ordered and explains(ordered[0], losing) and ordered[0]["rule"] in BUILD_LOSS_RULES \
+                and column.approach != "native":
+            ordered[0] = self._with_native_cause(row, column, ordered[0], losing)
         return ordered
 
-    def _with_native_cause(self, row, column, finding: dict) -> dict:
-        """A loss the doctor calls the stack's, with the cause the stack's own native row was given: the reason
-        and the fix reach the container's cell too, instead of stopping at "the stack's"."""
+    def loss_cause(self, row, column) -> dict | None:
+        """The finding that explains a slow or failing cell's loss (its benchmark and the sizes where it is
+        slower), or None: none known, or the cell loses nothing."""
+        if not self.losing(row, column):
+            return None
+        found = self.findings_of(row, column)
+        return found[0] if found and explains(found[0], self.losing_sizes(row, column)) else None
+
+    def losing(self, row, column) -> bool:
+        """Whether a cell is slower or fails against either baseline."""
+        cell = self.matrix.cell(row, column)
+        return cell is not None and (cell.label in DIAGNOSED_LABELS
+                                     or self._same_label(row, column) in DIAGNOSED_LABELS)
+
+    def _with_native_cause(self, row, column, finding: dict, losing: dict) -> dict:
+        """A loss the doctor calls the stack's, with the cause the stack's own native row was given where that
+        cause explains this cell's loss too: the reason and the fix reach the container's cell, instead of
+        stopping at "the stack's"."""
         native = self.findings.get((row.key, ("native", column.variant)), [])
-        cause = next((f for f in _loss_first(native, []) if f["verdict"] != "ok" and f.get("fix")), None)
+        cause = next((f for f in _loss_first(native, losing) if explains(f, losing) and f.get("fix")), None)
         if cause is None:
             return finding
         return {**finding, "title": f"{finding['title']}; natively: {cause['title']}", "fix": cause["fix"],
@@ -208,18 +227,44 @@ class Report:
         same = self.same_stack_matrix.cells.get((row.key, column))
         return same.label if same is not None else None
 
-    def losing_benchmarks(self, row, column) -> list[str]:
-        """The benchmarks in which a cell is slower or fails, against either baseline: what its first cause
-        must explain."""
-        return list(dict.fromkeys(
-            a.key.benchmark for a in self.answers
-            if (a.key.scope, a.key.stack) == row.key and (a.key.approach, a.key.variant) == (
-                column.approach, column.variant) and a.label in DIAGNOSED_LABELS))
+    def losing_sizes(self, row, column) -> dict[str, list[int] | None]:
+        """Per benchmark in which a cell is slower or fails (against either baseline), the sizes where it is
+        slower (None: it fails, or no size was named): what its first cause must explain."""
+        found: dict[str, list[int] | None] = {}
+        for a in self.answers:
+            if (a.key.scope, a.key.stack) != row.key or (a.key.approach, a.key.variant) != (
+                    column.approach, column.variant) or a.label not in DIAGNOSED_LABELS:
+                continue
+            sizes = [size for slow in a.row_class.slow for size in slow.sizes if size is not None]
+            known = found.get(a.key.benchmark, [])
+            found[a.key.benchmark] = None if a.label == "N" or not sizes or known is None else sorted(
+                set(known) | set(sizes))
+        return found
 
     def unexplained(self, row, column) -> bool:
-        """A slow or failing cell for which the doctor knows no cause: the report says so rather than nothing."""
-        cell = self.matrix.cell(row, column)
-        return cell is not None and cell.label in DIAGNOSED_LABELS and not self.findings_of(row, column)
+        """A slow or failing cell for which the doctor knows no cause of its loss: the report says so, and what
+        was checked, rather than nothing (or a finding about something else)."""
+        return self.losing(row, column) and self.loss_cause(row, column) is None
+
+    def checked(self, row, column) -> str:
+        """What the doctor looked at in a cell whose loss it could not explain, with what the cell recorded: its
+        path between ranks, single copy and eager limit, the binding, and its build natively."""
+        transport = next((entry.transport for entry in self.provenance if (entry.scope, entry.stack) == row.key
+                          and entry.column == column.label), {})
+        eager = str(transport.get("eager_limit", ""))
+        parts = [f"path {transport['intra']}" + (f" ({transport['intra_via']})" if transport.get("intra_via") else "")
+                 if transport.get("intra") else "path not recorded",
+                 f"single copy {transport.get('single_copy') or 'not recorded'}",
+                 f"eager limit {format_size(int(eager))}" if eager.isdigit() else "eager limit not recorded",
+                 "binding"]
+        found = self.findings.get((row.key, (column.approach, column.variant)), [])
+        # what the evidence ruled out first: it says more than what was merely looked at
+        parts[:0] = [f"not the single copy ({f['evidence']['point_to_point']})" for f in found
+                     if (f.get("evidence") or {}).get("anomaly") == RULED_OUT and f["evidence"].get("point_to_point")]
+        if column.approach != "native":
+            same = self._same_label(row, column)
+            parts.append(f"against its build natively: {same or 'not run'}")
+        return ", ".join(parts)
 
     @property
     def results(self) -> int:
@@ -282,14 +327,26 @@ class Report:
 _SEVERITY = {"problem": 0, "warning": 1, "ok": 2}
 
 
-def _loss_first(found: list[dict], losing: list[str]) -> list[dict]:
-    """A slow or failing cell's findings, the cause of its loss first: one seen in a benchmark where the cell
-    loses before one seen elsewhere, a cause of a loss before an explanation of a speed-up, then the most severe
-    (the doctor's own order breaks ties)."""
+def explains(finding: dict, losing: dict[str, list[int] | None]) -> bool:
+    """Whether a finding can be the cause of a cell's loss (``Report.losing_sizes``): it is not about a speed-up,
+    it was seen in a benchmark where the cell loses (or names none), and its sizes meet those where it loses."""
+    if finding["rule"] in EXPLAINS_ANY_CELL or (finding.get("evidence") or {}).get("anomaly") == RULED_OUT:
+        return False  # a speed-up's explanation never explains a loss, nor does a cause the evidence ruled out
+    benchmarks = [name for name in (finding.get("benchmarks") or losing) if name in losing]
+    span = finding.get("sizes")
+    if not benchmarks or span is None:
+        return bool(benchmarks)
+    low, high = span
+    return any(sizes is None or any(low <= size and (high is None or size <= high) for size in sizes)
+               for sizes in (losing[name] for name in benchmarks))
+
+
+def _loss_first(found: list[dict], losing: dict[str, list[int] | None]) -> list[dict]:
+    """A slow or failing cell's findings, those that explain its loss first (``explains``), then the others; each
+    part the most severe first (the doctor's own order breaks ties)."""
     def rank(item: tuple[int, dict]) -> tuple:
         index, finding = item
-        named = finding.get("benchmarks") or []
-        return (not (set(named) & set(losing)) if named else 1, finding["rule"] in EXPLAINS_ANY_CELL,
+        return (not explains(finding, losing), finding["rule"] in EXPLAINS_ANY_CELL,
                 _SEVERITY.get(finding["verdict"], 3), index)
 
     return [finding for _, finding in sorted(enumerate(found), key=rank)]
@@ -472,21 +529,24 @@ CANDIDATE_KEYS = frozenset({"stack", "approach", "variant", "origin", "launcher"
 
 @collector_paused()
 def collect(engine: Engine, filters: list[Where], settings: Settings = Settings(), *, title: str,
-            campaign: dict | None = None, filter_text: list[str] | None = None) -> Report:
+            campaign: dict | None = None, filter_text: list[str] | None = None, choose=None) -> Report:
     """Read the runs matching the filters, answer them against their baselines (read even when the filters leave
-    them out: ``--where approach=container`` still compares with native), and gather everything a report shows."""
+    them out: ``--where approach=container`` still compares with native), and gather everything a report shows.
+    ``choose(rows)``: the keys of the rows to answer, the others read as their baselines only; the report is then
+    those rows' alone (no provenance, no bounds: one row's table shows neither)."""
     rows = load_rows(engine, filters)
+    only = frozenset(choose(rows)) if choose is not None else None
     if any(where.key in CANDIDATE_KEYS for where in filters):
         shared = [where for where in filters if where.key not in CANDIDATE_KEYS]
         context = load_rows(engine, [*shared, Where("approach", "=", "native")])
-        answers = [a for a in answer({**context, **rows}, settings) if a.key in rows]
+        answers = [a for a in answer({**context, **rows}, settings, only) if a.key in rows]
         used = {a.baseline_row for a in answers if a.baseline_row is not None}
         rows = {**{key: context[key] for key in used if key in context}, **rows}
     else:
-        answers = answer(rows, settings)
+        answers = answer(rows, settings, only)
     report = build_report(rows, answers, settings, title=title, campaign=campaign, filters=filter_text,
-                          provenance=_provenance(engine, rows))
-    report.bounds = load_bounds(engine, campaign["id"]) if campaign else None
+                          provenance=_provenance(engine, rows) if only is None else [])
+    report.bounds = load_bounds(engine, campaign["id"]) if campaign and only is None else None
     return report
 
 

@@ -59,7 +59,23 @@ def _report_values(report: Report) -> dict:
                         "transport": entry.transport} for entry in report.provenance],
         "findings": [{"scope": scope, "stack": stack, "approach": approach, "variant": variant, "findings": found}
                      for ((scope, stack), (approach, variant)), found in report.findings.items()],
+        # per slower or failing cell, the finding that explains its loss (its benchmark and sizes), with its fix, or
+        # null and what was checked
+        "causes": _causes(report),
     }
+
+
+def _causes(report: Report) -> list[dict]:
+    causes = []
+    for row in report.matrix.rows:
+        for column in report.matrix.columns:
+            if not report.losing(row, column):
+                continue
+            cause = report.loss_cause(row, column)
+            causes.append({"scope": row.scope, "stack": row.stack, "approach": column.approach,
+                           "variant": column.variant, "cause": cause,
+                           **({} if cause else {"checked": report.checked(row, column)})})
+    return causes
 
 
 def _control(report: Report) -> dict | None:

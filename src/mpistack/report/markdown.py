@@ -17,7 +17,7 @@ from ..parsers.transport import describe_transport
 from ..spec.benchmarks import metric_of
 from .bounds import bounds_view, number
 from .data import Report, format_value
-from .matrix_text import CHECKED, bounds_line, matrix_cells
+from .matrix_text import bounds_line, matrix_cells
 
 
 def md(text) -> str:
@@ -46,7 +46,7 @@ def template_context(report: Report) -> dict:
         "bounds_line": bounds_line(report),
         "bound_column": lambda key: bound_column(report, key),
         "size_text": format_size, "value": format_value,
-        "cell_notes": cell_notes(report), "checked": CHECKED,
+        "cell_notes": cell_notes(report),
     }
 
 
@@ -62,12 +62,12 @@ def cell_notes(report: Report) -> list[tuple[str, list[str]]]:
             head = f"**{md(row.stack)} × {md(column.label)}** `{cell.label}`: {md(cell.reason)}"
             if same is not None and same.label != cell.label:
                 head += f"; against the same build natively `{same.label}`: {md(same.reason)}"
-            subs = [f"doctor ({f['verdict']}{', ' + ', '.join(f.get('benchmarks') or []) if f.get('benchmarks') else ''}"
+            unexplained = report.unexplained(row, column)
+            subs = [f"doctor: no known cause of its loss (checked: {md(report.checked(row, column))}; `mpistack "
+                    "doctor --campaign` lists each rule)"] if unexplained else []
+            subs += [f"doctor ({f['verdict']}{', ' + ', '.join(f.get('benchmarks') or []) if f.get('benchmarks') else ''}"
                     f"): {md(f['title'])}" + (f"; **fix**: {md(f['fix'])}" if f.get("fix") else "")
                     + f" — rule `{f['rule']}`; {md(f['source'])}" for f in report.findings_of(row, column)]
-            if report.unexplained(row, column):
-                subs.append(f"doctor: no known cause (checked: {CHECKED}; `mpistack doctor --campaign` lists each "
-                            "rule)")
             notes.append((head, subs))
     return notes
 

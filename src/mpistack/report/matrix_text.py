@@ -50,8 +50,9 @@ def clip(text: str, width: int) -> str:
 def fold(text: str, width: int, lines: int = 2, indent: str = "  ") -> list[str]:
     """``text`` on at most ``lines`` lines of ``width``, the later ones indented, the last one clipped."""
     wrapped = textwrap.wrap(clip(text, 10 * width), width, subsequent_indent=indent, break_on_hyphens=False)
-    if len(wrapped) > lines:
-        wrapped = wrapped[:lines - 1] + [clip(" ".join(wrapped[lines - 1:]), width)]
+    if len(wrapped) > lines:  # the rest clipped onto the last line, without the indents of the lines it joins
+        wrapped = wrapped[:lines - 1] + [clip(" ".join([wrapped[lines - 1]] + [line.strip() for line in
+                                                                              wrapped[lines:]]), width)]
     return wrapped
 
 
@@ -305,23 +306,28 @@ def _rstrip(line: Text) -> Text:
 # -- under the matrix ---------------------------------------------------------------------------------------
 
 
-#: what the doctor's rules look at in a campaign's rows, said where none of them found a cause
-CHECKED = "TCP, single copy, eager limit, binding, stack"
-
-
-def _cause(report: Report, row: StackRow, column: Column, width: int) -> list[Text]:
-    """The cause of a cell's loss, as the doctor found it: its first cause (the one seen in the benchmarks where the
-    cell loses) with those benchmarks, and its fix on the next line; or that none is known and what was checked."""
-    found = report.findings_of(row, column)
-    if not found:
-        return [Text(clip(f"  doctor: no known cause; checked {CHECKED}", width), style="dim")]
-    first = found[0]
+def _cause(report: Report, row: StackRow, column: Column, width: int, fix_lines: int = 2) -> list[Text]:
+    """The cause of a cell's loss, as the doctor found it: the finding that explains that loss (its benchmark and
+    sizes) with those benchmarks, and its fix on the next line; or that none is known and what was checked. A cell
+    that loses nothing (a faster one) gets its first finding."""
+    if report.losing(row, column):
+        first = report.loss_cause(row, column)
+        if first is None:
+            return [Text(line, style="dim") for line in
+                    fold(f"  doctor: no known cause; checked: {report.checked(row, column)}", width, 2, "    ")]
+    else:
+        found = report.findings_of(row, column)
+        if not found:
+            return []
+        first = found[0]
     named = first.get("benchmarks") or []
-    lines = [Text(clip(f"  doctor{' (' + ', '.join(named) + ')' if named else ''}: {first['title']}", width),
-                  style="dim")]
+    title = first["title"]
+    if len(named) == 1 and title.startswith(named[0] + " "):
+        title = title[len(named[0]) + 1:]  # "doctor (allreduce): slower from ...", the benchmark said once
+    lines = fold(f"  doctor{' (' + ', '.join(named) + ')' if named else ''}: {title}", width, 2, "    ")
     if first.get("fix"):
-        lines.append(Text(clip(f"  fix: {first['fix']}", width), style="dim"))
-    return lines
+        lines += fold(f"  fix: {first['fix']}", width, fix_lines, "    ")
+    return [Text(line, style="dim") for line in lines]
 
 
 def _benchmark_order(answer_: Answer) -> tuple:
@@ -357,7 +363,7 @@ def _where(answers: list[Answer], label: str) -> str:
     return ", ".join(dict.fromkeys(parts))
 
 
-def cell_lines(report: Report, width: int = 80, faster_in_full: bool = True) -> list[Text]:
+def cell_lines(report: Report, width: int = 80, faster_in_full: bool = True, fix_lines: int = 2) -> list[Text]:
     """Per slower or failing cell (against either baseline): where and how much on one line, the doctor's first
     cause on the next; the same for a cell faster than the system MPI that the doctor has a word on (a faster
     figure is an anomaly on one side or the other; without ``faster_in_full``, those cells are named on one line);
@@ -410,7 +416,7 @@ def cell_lines(report: Report, width: int = 80, faster_in_full: bool = True) -> 
             head.append(cell.text, style=STYLES.get(label, ""))
             head.append(f": {where}")
             lines.append(_clip_text(head, width))
-            lines += _cause(report, row, column, width)
+            lines += _cause(report, row, column, width, fix_lines)
     if faster_cells:
         lines.append(Text(clip(f"faster, the doctor says why in the report: {', '.join(faster_cells)}", width)))
     no_loss = _no_loss_text(report, rows, columns, cells)
@@ -519,8 +525,8 @@ MAX_LINES = 36
 def answer_lines(report: Report, width: int = 80, hint: str | None = None, max_lines: int = MAX_LINES
                  ) -> list[Text]:
     """Everything the terminal shows of a report, within ``width`` and, where it can be, ``max_lines``: beyond them
-    a not-run reason takes one line, the faster cells are named on one line (their entries are in the files), and
-    the blank lines go. ``hint``: the command a reader would run for the per-row table."""
+    a not-run reason and each fix take one line, the faster cells are named on one line (their entries are in the
+    files), and the blank lines go. ``hint``: the command a reader would run for the per-row table."""
     lines = _answer_lines(report, width, hint, compact=False)
     if len(lines) > max_lines:
         lines = [line for line in _answer_lines(report, width, hint, compact=True) if line.plain]
@@ -553,7 +559,7 @@ def _answer_lines(report: Report, width: int, hint: str | None, compact: bool) -
         legend = LEGEND if max(map(len, LEGEND)) <= width else textwrap.wrap(" ".join(LEGEND), width)
         lines += [Text(line, style="dim") for line in legend]
         lines += [Text(line, style="dim") for line in fold(report.settings.rule(), width, 2 if compact else 3)]
-        under = cell_lines(report, width, faster_in_full=not compact)
+        under = cell_lines(report, width, faster_in_full=not compact, fix_lines=1 if compact else 2)
         if under:
             lines.append(Text(""))
             lines += under

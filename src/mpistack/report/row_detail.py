@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.answers import SAME_STACK, SYSTEM, Answer, where_slow
+from ..analysis.answers import SAME_STACK, SYSTEM, Answer, compared_with, where_slow
 from ..analysis.characterise import Characterisation, characterise
 from ..analysis.classes import format_size
 from ..analysis.evidence import RowKey
@@ -57,7 +57,12 @@ def row_label(key: RowKey) -> str:
 def chosen_keys(report: Report, choice: RowChoice) -> list[RowKey]:
     """The report's rows that ``choice`` names (one per placement and metric); RowNotFound with the known rows
     when none."""
-    keys = [key for key in sorted(report.rows) if key.stack == choice.stack and key.approach == choice.approach
+    return chosen_row_keys(report.rows, choice)
+
+
+def chosen_row_keys(rows, choice: RowChoice) -> list[RowKey]:
+    """``chosen_keys`` among rows read (a dict by RowKey), before they are answered."""
+    keys = [key for key in sorted(rows) if key.stack == choice.stack and key.approach == choice.approach
             and key.benchmark == choice.benchmark]
     variants = {key.variant for key in keys}
     wanted = choice.variant if choice.variant is not None else (
@@ -66,7 +71,7 @@ def chosen_keys(report: Report, choice: RowChoice) -> list[RowKey]:
         wanted = next(iter(variants))
     keys = [key for key in keys if key.variant == wanted]
     if not keys:
-        known = sorted({row_label(key) for key in report.rows})
+        known = sorted({row_label(key) for key in rows})
         near = [label for label in known if label.startswith(f"{choice.stack}/")] or known
         raise RowNotFound(f"no row {choice.stack}/{choice.approach}"
                           + (f"+{choice.variant}" if choice.variant else "") + f"/{choice.benchmark} in this report; "
@@ -126,7 +131,7 @@ def print_row(report: Report, choice: RowChoice, console: Console) -> None:
         if not any(a.baseline == SAME_STACK or a.same_build_as_system for a in answers) and key.approach != "native":
             console.print("against the same build natively: no such row in this report", highlight=False)
         if not any(a.sizes for a in answers) and row.figures:
-            served = sum(a.baseline_row == key for a in report.answers)
+            served = compared_with(report.rows, key)
             item = characterise(row)
             console.print((f"the baseline of {served} compared row(s); " if served else "no comparison; ")
                           + f"medians over launches with their {item.confidence:.0%} interval"

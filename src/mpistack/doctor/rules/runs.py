@@ -180,13 +180,20 @@ def single_copy(rule, run: dict):
                "the MPI library said it had no single-copy mechanism (no CMA, xpmem or knem). ")
             + "That is not always slower (a copy through shared memory can beat CMA): the paired comparison "
             "says what it cost.",
-            fix, **common, **({"line": refused[0].line, "signature": refused[0].signature.id} if refused else {}),
+            # what it can cost is above the eager limit, where messages go by rendezvous
+            fix, sizes=_above_eager(run), **common, **({"line": refused[0].line, "signature": refused[0].signature.id} if refused else {}),
             **({"settings": ", ".join(settings)} if settings else {}))
     elif mechanism:
         yield rule.finding(
             "ok", f"single-copy: {mechanism} (recorded), confinement {confinement}",
             "The mechanism the MPI library said it used for large messages on one node; what it costs is the "
             "analysis' to say (the paired comparison with native), not the doctor's.", **common)
+
+
+def _above_eager(run: dict) -> tuple[int, None] | None:
+    """The sizes a missing single copy can cost (above the recorded eager limit), or None where none was recorded."""
+    eager = str((run.get("transport") or {}).get("eager_limit", ""))
+    return (int(eager), None) if eager.isdigit() else None
 
 
 # -- a container's /dev/shm ------------------------------------------------------------------------------------
