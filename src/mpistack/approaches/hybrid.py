@@ -68,7 +68,7 @@ def per_rank_launch(case, resources, label: str, env: dict[str, str], argv: list
     start = rank_starter(resources).ranks_in_containers(mpi, case.placement)
     run = container(case, resources, label, env, argv, per_rank=True, mounts=list(mounts),
                     passthrough=passthrough, preserve_fds=start.preserve_fds)
-    return [*start.argv, *runtime.run_argv(run)], run
+    return runtime.launch_argv(start.argv, run), run
 
 
 @APPROACHES.register("hybrid", image=True)

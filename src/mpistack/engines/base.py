@@ -75,6 +75,7 @@ class ContainerRun:
     #: ranks of a node that join one namespace set (Charliecloud's --join-ct, Apptainer's --sharens); 0: each
     #: rank's container has its own, as the runtime makes them
     join_ranks: int = 0
+    workdir: str | None = None  # where the program starts inside; None: the runtime's default
 
     def confinement_flags(self) -> list[str]:
         """The flags that widen podman's default confinement, as recorded with each run."""
@@ -90,8 +91,8 @@ class ContainerRuntime:
     """What mpistack asks of a container runtime, whichever it is. Approaches plan with `run_argv` and
     `confinement`; the campaign's prepare stage calls `check` (before any launch) and `prepare_image`;
     launchers end a case with `end` and `remove_containers`. A runtime that cannot run here (cscs-ce, pyxis,
-    apptainer: rendered for the user's cluster) sets `renders_only` and still answers every method but
-    `run`. tests/engines/test_runtime_protocol.py checks that every registered runtime implements each one."""
+    apptainer: rendered for the user's cluster, `rendering.RenderedRuntime`) sets `renders_only`, and its
+    `check` says so before any launch; it still answers every other method. tests/engines/test_runtime_protocol.py checks that every registered runtime implements each one."""
 
     name = "runtime"
     renders_only = False
@@ -126,6 +127,16 @@ class ContainerRuntime:
 
     def env_overrides(self) -> dict[str, str]:
         """What this runtime's processes need set on top of the caller's environment."""
+        return {}
+
+    def launch_argv(self, starter: Sequence[str], spec: "ContainerRun") -> list[str]:
+        """The launcher's start of the containers of `spec` (`starter`: mpiexec's or srun's options, one task
+        or every rank), then the runtime's command; a runtime that plugs into srun checks srun's options."""
+        return [*starter, *self.run_argv(spec)]
+
+    def launcher_env(self, spec: "ContainerRun") -> dict[str, str]:
+        """What the launcher's own environment must hold for `spec`'s containers (pyxis reads the values of
+        the variables it passes in from srun's environment); nothing for most runtimes."""
         return {}
 
     def remove_containers(self, label: str, grace: float = 0) -> int:
@@ -353,6 +364,8 @@ class Engine(ContainerRuntime):
             args += ["--env", pattern]
         for key, value in sorted(spec.env.items()):
             args += ["--env", f"{key}={value}"]
+        if spec.workdir:
+            args += ["--workdir", spec.workdir]
         return self.command(*args, spec.image, *spec.argv)
 
     def run(self, spec: ContainerRun, *, timeout: float | None = 600) -> RunResult:

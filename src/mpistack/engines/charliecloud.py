@@ -190,8 +190,8 @@ class CharliecloudEngine(PodmanEngine):
         for mount in spec.mounts:
             source, destination, *flags = mount.split(":")
             args.append(f"--bind={source}:{moved.get(source, destination)}")
-        if moved:
-            args.append(f"--cd={CASE_MOUNT}")
+        if spec.workdir or moved:
+            args.append(f"--cd={inside(spec.workdir) if spec.workdir else CASE_MOUNT}")
         return [*args, spec.image, "--", *(inside(item) for item in spec.argv)]
 
     def confinement(self, spec: ContainerRun) -> Confinement:

@@ -23,7 +23,7 @@ from ...parsers.transport import TCP, path_of
 from ..evidence import Performance
 from ..model import rule
 from ..signatures import match
-from .fixes import FABRIC_FIX, tcp_fix
+from .fixes import FABRIC_FIX, runtime_of, single_copy_fix, tcp_fix
 from .runs import CMA_REFUSED
 
 #: Without a transport or bounds, the bandwidth TCP reaches through a fabric's host (a fallback when the provider
@@ -288,6 +288,8 @@ def loss_above_eager(rule, perf: Performance):
             continue
         restores = (f"expected to restore {key.benchmark} from {format_size(min(slow_sizes))} on (worst "
                     f"{worst.worst_ratio:.2f}× at {format_size(worst.worst_size)}) to its baseline's speed")
+        runtime = next((found for run in row.runs if (found := runtime_of(perf.launches.get(run) or {}))), None)
+        grant = single_copy_fix(runtime)
         evidence = dict(subject=_subject(key), cell=_cell(key), baseline=item.baseline,
                         slow_from=format_size(min(slow_sizes)), worst_ratio=round(worst.worst_ratio, 3),
                         worst_at=format_size(worst.worst_size), eager_limit=eager,
@@ -298,7 +300,7 @@ def loss_above_eager(rule, perf: Performance):
                 f"(recorded: {refused})",
                 f"Small messages run at native speed, large ones do not, and the run recorded that its single copy "
                 f"was refused ({refused}): large messages are copied twice through shared memory.",
-                f"podman run --cap-add SYS_PTRACE (an approach with single_copy = true); {restores}.",
+                f"{grant[:-1]}; {restores}.",
                 recorded=refused, **evidence)
             continue
         if native:
@@ -317,8 +319,7 @@ def loss_above_eager(rule, perf: Performance):
                 "copy (recorded: none)",
                 "Small messages run at native speed, large ones do not, and the MPI library said it had no "
                 "single-copy mechanism here: large messages are copied twice through shared memory.",
-                f"Grant single-copy rights (podman run --cap-add SYS_PTRACE --pid host, an approach with "
-                f"single_copy = true), or unset a setting that turns it off; {restores}.", **evidence)
+                f"{grant} Or unset a setting that turns it off; {restores}.", **evidence)
             continue
         yield rule.finding(
             "warning", f"{key.benchmark} slower only above the eager limit ({format_size(eager)}): single copy "
@@ -326,8 +327,7 @@ def loss_above_eager(rule, perf: Performance):
             "Small messages run at native speed, large ones do not: the rendezvous path differs. The run did not "
             "record a single-copy mechanism; a container without CAP_SYS_PTRACE cannot use CMA, so large messages "
             "would be copied twice.",
-            f"Run the containers with --cap-add SYS_PTRACE (an approach with single_copy = true), share /dev/shm and "
-            f"the PID namespace, and compare again; {restores}.", **evidence)
+            f"{grant} Compare again; {restores}.", **evidence)
 
 
 def _single_copy_refused(perf: Performance, row) -> str | None:

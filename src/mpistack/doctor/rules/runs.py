@@ -11,7 +11,7 @@ from ...spec.status import RunStatus
 from ..model import rule
 from ...parsers.transport import TCP, path_of
 from ..signatures import match
-from .fixes import tcp_fix
+from .fixes import runtime_of, single_copy_fix, tcp_fix
 from .system import OMPI_SHM_PER_RANK, mpi_family
 
 def run_cell(run: dict) -> tuple[str, str, str, str]:
@@ -165,9 +165,8 @@ def single_copy(rule, run: dict):
                    "btl_vader_single_copy_mechanism or smsc, UCX_TLS without cma), and for Yama's "
                    "/proc/sys/kernel/yama/ptrace_scope, which can forbid cross-process memory attach.")
         else:
-            fix = ("Where the comparison shows a loss above the eager limit, grant single-copy rights: an approach "
-                   "with single_copy = true (--pid host, --cap-add SYS_PTRACE, no seccomp filter), or podman run "
-                   "--cap-add SYS_PTRACE.")
+            fix = ("Where the comparison shows a loss above the eager limit: "
+                   + single_copy_fix(runtime_of(run), ranks_per_node(run)))
         yield rule.finding(
             "warning", f"single-copy: {'refused' if refused else 'none'} (recorded), confinement {confinement}",
             "Large messages between ranks of one node are copied twice through shared memory (copy-in/copy-out): "
