@@ -167,14 +167,77 @@ def test_a_container_per_rank_as_an_unprivileged_user_separate_and_joined(mpi, u
         assert separate.returncode != 0
 
 
-def test_bind_under_charliecloud_is_refused_before_it_runs_with_the_way_out():
-    from mpistack.approaches import Refused
+def test_bind_under_charliecloud_binds_each_host_library_onto_a_target_the_prepare_stage_makes():
+    from mpistack.approaches import mount_points
     from mpistack.approaches.base import HostFacts as Facts
+    from mpistack.approaches.bind import MOUNT_DIR
 
     campaign = load_campaign_text(CAMPAIGN.format(stack="debian-mpich").replace('["hybrid"]', '["bind"]'), "ch.toml")
-    host = Facts(mpi_library_files={"mpich": (("/usr/lib/libmpich.so.12", "libmpi.so.12"),)})
+    host = Facts(mpi_library_files={"mpich": (("/usr/lib/libmpich.so.12", "libmpi.so.12"),)},
+                 mpi_versions={"mpich": "4.0.2"})
     resources = Resources(engine=CharliecloudEngine(), workdir=Path("/work"), host=host,
                           images={"debian-mpich": IMAGES["mpich"]})
     case = next(case for case in expand(campaign, resolve_stacks(campaign)) if case.variant_name == "default")
-    with pytest.raises(Refused, match='engine charliecloud cannot bind host files.*engine = "podman"'):
-        plan(case, resources, None, [], "bind-1")
+    assert mount_points(case, resources) == [f"/usr/lib/libmpich.so.12:{MOUNT_DIR}/libmpi.so.12:ro"]
+    launch = plan(case, resources, None, [], "bind-1")
+    assert f"--bind=/usr/lib/libmpich.so.12:{MOUNT_DIR}/libmpi.so.12" in launch.argv
+    assert f"--set-env=LD_LIBRARY_PATH={MOUNT_DIR}" in launch.argv
+
+
+def test_bind_targets_are_made_once_in_the_converted_image_and_never_outside_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("MPISTACK_CHARLIECLOUD_IMAGES", str(tmp_path / "store"))
+    engine = CharliecloudEngine()
+    image = Path(engine.planned_image("ref:1"))
+    (image / "usr" / "lib").mkdir(parents=True)
+    (image / "lib").symlink_to("usr/lib")  # Debian's merged /usr: a link inside the image is followed
+    (image / "escape").symlink_to(tmp_path / "host")  # one that leads out is not
+    engine.prepare_mounts("ref:1", [f"{tmp_path}:/opt/host-mpi/dir:ro", "/etc/hostname:/lib/x/libmpi.so.12:ro",
+                                    "/etc/hostname:/usr/lib/exists"])
+    assert (image / "opt" / "host-mpi" / "dir").is_dir()
+    assert (image / "usr" / "lib" / "x" / "libmpi.so.12").is_file()
+    engine.prepare_mounts("ref:1", ["/etc/hostname:/lib/x/libmpi.so.12"])  # there already: nothing to do
+    with pytest.raises(EngineError, match="leads out of the image"):
+        engine.prepare_mounts("ref:1", ["/etc/hostname:/escape/file"])
+    assert not (tmp_path / "host").exists()
+
+
+def test_bind_targets_a_read_only_image_store_lacks_are_one_error_naming_the_way_out(tmp_path, monkeypatch):
+    if os.geteuid() == 0:
+        pytest.skip("root writes into a read-only directory")
+    monkeypatch.setenv("MPISTACK_CHARLIECLOUD_IMAGES", str(tmp_path / "store"))
+    engine = CharliecloudEngine()
+    image = Path(engine.planned_image("ref:1"))
+    image.mkdir(parents=True)
+    os.chmod(image, 0o555)
+    with pytest.raises(EngineError, match="cannot be made.*owner of .*store.*MPISTACK_CHARLIECLOUD_IMAGES"):
+        engine.prepare_mounts("ref:1", ["/etc/hostname:/opt/libmpi.so.12"])
+
+
+@pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
+def test_bind_as_an_unprivileged_user_runs_the_host_mpi_in_a_directory_image(mpi, unprivileged_user, shared_dir,
+                                                                             monkeypatch):
+    """The host's MPI bound into the Debian image under Charliecloud, joined: the targets made in the converted
+    image when it is prepared, then ch-run as an ordinary user."""
+    from mpistack.approaches import mount_points
+
+    reference = IMAGES[mpi]
+    if not _podman_has(reference):
+        pytest.skip(f"{reference} is not built (mpistack stack build debian-{mpi})")
+    monkeypatch.setenv("MPISTACK_CHARLIECLOUD_IMAGES", str(shared_dir / "images"))
+    engine = CharliecloudEngine()
+    engine.prepare_image(reference)
+    campaign = load_campaign_text(CAMPAIGN.format(stack=f"debian-{mpi}").replace('["hybrid"]', '["bind"]'), "ch.toml")
+    workdir = shared_dir / f"work-bind-{mpi}"
+    resources = Resources(engine=engine, workdir=workdir, host=HostFacts.probe(), images={f"debian-{mpi}": reference})
+    case = next(case for case in expand(campaign, resolve_stacks(campaign)) if case.variant_name == "joined")
+    engine.prepare_mounts(reference, mount_points(case, resources))
+    label = f"bind-{mpi}"
+    case_dir = resources.case_directory(label)
+    shutil.rmtree(case_dir, ignore_errors=True)
+    case_dir.mkdir(parents=True)
+    for directory in (case_dir, case_dir.parent, workdir):
+        os.chmod(directory, 0o777 if directory == case_dir else 0o755)
+    launch = plan(case, resources, case_dir / "out.json", [], label)
+    done = run_as_user(unprivileged_user, launch.argv, launch.env, case_dir)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (case_dir / "out.json").is_file()

@@ -21,8 +21,8 @@ def test_the_interface_is_what_the_approaches_and_launchers_call():
 
 
 #: the methods with a default every runtime may keep: nothing to add to the caller's or launcher's environment,
-#: and the launcher's options followed by the runtime's command
-DEFAULTS = {"env_overrides", "launcher_env", "launch_argv"}
+#: the launcher's options followed by the runtime's command, and bind targets the runtime makes itself
+DEFAULTS = {"env_overrides", "launcher_env", "launch_argv", "prepare_mounts"}
 
 
 def test_every_runtime_of_a_cluster_is_registered_and_renders():

@@ -33,7 +33,6 @@ def env_item(name: str, value: str) -> str:
 @ENGINES.register("apptainer")
 class ApptainerRuntime(RenderedRuntime):
     name = "apptainer"
-    binds_files = True  # --bind takes a file onto a path the image lacks (an overlay or underlay makes it)
 
     def run_argv(self, spec: ContainerRun) -> list[str]:
         """apptainer exec --no-eval [--sharens] --bind SRC:DST ... [--pwd DIR] [--env NAME=VALUE ...] IMAGE argv.

@@ -96,8 +96,6 @@ class ContainerRuntime:
 
     name = "runtime"
     renders_only = False
-    #: binds a host file over a path the image may lack (bind, fabric-swap mount host libraries so)
-    binds_files = True
 
     def available(self) -> bool:
         raise NotImplementedError
@@ -116,6 +114,12 @@ class ContainerRuntime:
         """Make the built image `reference` runnable by this runtime (a conversion, cached by `digest`);
         returns `planned_image(reference)`. EngineError when it cannot be converted."""
         raise NotImplementedError
+
+    def prepare_mounts(self, reference: str, mounts: Sequence[str]) -> None:
+        """Make the targets of `mounts` (SRC:DST[:FLAGS]) exist in the prepared image `reference`, where the
+        runtime binds only onto paths the image has (Charliecloud); EngineError naming the fix when it cannot.
+        Runtimes that make a bind's target themselves need nothing."""
+        return None
 
     def run_argv(self, spec: "ContainerRun") -> list[str]:
         """The command that runs one container of `spec` (one rank's, under a launcher, or every rank's)."""

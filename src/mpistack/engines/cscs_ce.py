@@ -42,7 +42,6 @@ def edf_text(image: str, *, env: Mapping[str, str] = {}, mounts: Sequence[str] =
 @ENGINES.register("cscs-ce")
 class CscsContainerEngine(RenderedRuntime):
     name = "cscs-ce"
-    binds_files = True  # the EDF's mounts take files
     one_container_per_node = True
 
     def planned_image(self, reference: str) -> str:

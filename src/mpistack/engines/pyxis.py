@@ -44,7 +44,6 @@ def not_exported(srun: Sequence[str], names: list[str]) -> list[str]:
 @ENGINES.register("pyxis")
 class PyxisRuntime(RenderedRuntime):
     name = "pyxis"
-    binds_files = True  # enroot's mounts take files
     one_container_per_node = True
 
     def run_argv(self, spec: ContainerRun) -> list[str]:
