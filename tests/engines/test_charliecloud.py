@@ -39,6 +39,13 @@ def test_a_rank_in_separate_namespaces_is_one_ch_run_with_the_case_directory_at_
 def test_joined_ranks_name_their_count_and_the_case_as_the_join_tag():
     argv = CharliecloudEngine().run_argv(spec(join_ranks=2))
     assert argv[1:3] == ["--join-ct=2", "--join-tag=hybrid-1"]
+    # one rank a node (two nodes under srun) has no peer: no join, whose tag nodes of one machine would share
+    assert not any(item.startswith("--join") for item in CharliecloudEngine().run_argv(spec(join_ranks=1)))
+
+
+def test_a_working_directory_is_where_the_rank_starts_inside():
+    argv = CharliecloudEngine().run_argv(spec(workdir=f"{CASE}/run"))
+    assert f"--cd={CASE_MOUNT}/run" in argv
 
 
 def test_separate_ranks_share_only_the_hosts_ipc_pid_and_network():

@@ -208,7 +208,8 @@ class CharliecloudEngine(PodmanEngine):
             return text
 
         args = [self.runner]
-        if spec.join_ranks:
+        if spec.join_ranks > 1:  # one rank a node has no peer to join (and nodes of one machine share /dev/shm,
+            # where ch-run's peers find each other by the tag)
             args += [f"--join-ct={spec.join_ranks}", f"--join-tag={spec.label or 'mpistack'}"]
         args.append("--set-env")  # IMAGE/ch/environment
         for key, value in sorted(spec.env.items()):
