@@ -135,6 +135,17 @@ def run_as_user(user: str, argv: list[str], env: dict[str, str], cwd: Path, time
                                            if isinstance(expired.stderr, bytes) else expired.stderr or "")
 
 
+def launch_as_user(user: str, case, resources, label: str, env: dict[str, str] | None = None):
+    """Plan the case into a fresh case directory the user may write, and run it as that user."""
+    case_dir = resources.case_directory(label)
+    shutil.rmtree(case_dir, ignore_errors=True)
+    case_dir.mkdir(parents=True)
+    for directory in (case_dir, case_dir.parent, resources.workdir):
+        os.chmod(directory, 0o777 if directory == case_dir else 0o755)
+    launch = plan(case, resources, case_dir / "out.json", [], label)
+    return run_as_user(user, launch.argv, {**launch.env, **(env or {})}, case_dir), launch
+
+
 @pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
 def test_a_container_per_rank_as_an_unprivileged_user_separate_and_joined(mpi, unprivileged_user, shared_dir,
                                                                            monkeypatch):
@@ -153,14 +164,8 @@ def test_a_container_per_rank_as_an_unprivileged_user_separate_and_joined(mpi, u
                           images={f"debian-{mpi}": reference})
     said = {}
     for case in expand(campaign, resolve_stacks(campaign)):
-        label = f"{mpi}-{case.variant_name}"
-        case_dir = resources.case_directory(label)
-        shutil.rmtree(case_dir, ignore_errors=True)
-        case_dir.mkdir(parents=True)
-        for directory in (case_dir, case_dir.parent, workdir):
-            os.chmod(directory, 0o777 if directory == case_dir else 0o755)
-        launch = plan(case, resources, case_dir / "out.json", [], label)
-        done = run_as_user(unprivileged_user, launch.argv, {**launch.env, "MPISTACK_CONFINEMENT": "1"}, case_dir)
+        done, launch = launch_as_user(unprivileged_user, case, resources, f"{mpi}-{case.variant_name}",
+                                      {"MPISTACK_CONFINEMENT": "1"})
         said[case.variant_name] = (done, parse_transport(done.stderr, mpi), launch)
     separate, separate_ns, launch = said["default"]
     assert launch.facts["confinement"] == "separate-ns"
@@ -238,13 +243,6 @@ def test_bind_as_an_unprivileged_user_runs_the_host_mpi_in_a_directory_image(mpi
     resources = Resources(engine=engine, workdir=workdir, host=HostFacts.probe(), images={f"debian-{mpi}": reference})
     case = next(case for case in expand(campaign, resolve_stacks(campaign)) if case.variant_name == "joined")
     engine.prepare_mounts(reference, mount_points(case, resources))
-    label = f"bind-{mpi}"
-    case_dir = resources.case_directory(label)
-    shutil.rmtree(case_dir, ignore_errors=True)
-    case_dir.mkdir(parents=True)
-    for directory in (case_dir, case_dir.parent, workdir):
-        os.chmod(directory, 0o777 if directory == case_dir else 0o755)
-    launch = plan(case, resources, case_dir / "out.json", [], label)
-    done = run_as_user(unprivileged_user, launch.argv, launch.env, case_dir)
+    done, _ = launch_as_user(unprivileged_user, case, resources, f"bind-{mpi}")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert (case_dir / "out.json").is_file()
+    assert (resources.case_directory(f"bind-{mpi}") / "out.json").is_file()
