@@ -289,7 +289,7 @@ def loss_above_eager(rule, perf: Performance):
         restores = (f"expected to restore {key.benchmark} from {format_size(min(slow_sizes))} on (worst "
                     f"{worst.worst_ratio:.2f}× at {format_size(worst.worst_size)}) to its baseline's speed")
         runtime = next((found for run in row.runs if (found := runtime_of(perf.launches.get(run) or {}))), None)
-        grant = single_copy_fix(runtime)
+        grant = single_copy_fix(runtime, -(-key.ranks // (key.nodes or 1)))  # the ranks of a node
         evidence = dict(subject=_subject(key), cell=_cell(key), baseline=item.baseline,
                         slow_from=format_size(min(slow_sizes)), worst_ratio=round(worst.worst_ratio, 3),
                         worst_at=format_size(worst.worst_size), eager_limit=eager,
