@@ -18,7 +18,7 @@ from mpistack.registry import ENGINES
 RENDERED = [name for name in ENGINES.names() if get_engine(name).renders_only]
 
 
-def RankContainer(image: str, env=None, mounts=(), workdir=None, edf=None, joined=False) -> ContainerRun:
+def rank_container(image: str, env=None, mounts=(), workdir=None, edf=None, joined=False) -> ContainerRun:
     """One rank's container as the tests name it (`edf`: the CSCS Container Engine's name for it)."""
     return ContainerRun(image=image, env=dict(env or {}), mounts=list(mounts), workdir=workdir, per_rank=True,
                         join_ranks=2 if joined else 0, label=edf)
@@ -47,11 +47,11 @@ MPICH_SRUN = ["srun", "--mpi=pmi2", "--nodes=2", "--ntasks=2", "--ntasks-per-nod
 OPENMPI_SRUN = ["srun", "--mpi=pmix", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1"]
 BENCH = ["mpistack-bench", "--suite", "latency,bw", "--json", "/out/run.json"]
 
-MPICH = RankContainer(image="quay.io/ethcscs/mpich:4.3.1-ofi1.22-cuda12.8",
+MPICH = rank_container(image="quay.io/ethcscs/mpich:4.3.1-ofi1.22-cuda12.8",
                       env={"MPIR_CVAR_CH4_OFI_ENABLE_HMEM": "1"},
                       mounts=["/capstor/scratch/cscs/u:/scratch", "/out:/out:ro"],
                       workdir="/scratch", edf="/users/u/.edf/mpich.toml")
-OPENMPI = RankContainer(image="debian-openmpi.sif",
+OPENMPI = rank_container(image="debian-openmpi.sif",
                         env={"PMIX_MCA_psec": "native", "OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "self,vader,tcp"},
                         mounts=["/out:/out"], edf="openmpi")
 
@@ -86,7 +86,7 @@ def test_pyxis_mpich():
 
 
 def test_pyxis_openmpi_squashfs_by_path():
-    container = RankContainer(image="/scratch/images/debian-openmpi.sqsh", env=OPENMPI.env, mounts=OPENMPI.mounts)
+    container = rank_container(image="/scratch/images/debian-openmpi.sqsh", env=OPENMPI.env, mounts=OPENMPI.mounts)
     assert pyxis(OPENMPI_SRUN, container, BENCH) == [
         *OPENMPI_SRUN,
         "--container-image=/scratch/images/debian-openmpi.sqsh",
@@ -104,12 +104,12 @@ def test_pyxis_openmpi_squashfs_by_path():
     ("./images/mpich.sqsh", "./images/mpich.sqsh"),                 # a squashfs file by relative path
 ])
 def test_pyxis_image_spelling(image, spelled):
-    argv = pyxis(MPICH_SRUN, RankContainer(image=image), ["true"])
+    argv = pyxis(MPICH_SRUN, rank_container(image=image), ["true"])
     assert argv == [*MPICH_SRUN, f"--container-image={spelled}", "true"]
 
 
 def test_pyxis_minimal_has_no_empty_options():
-    assert pyxis(["srun"], RankContainer(image="ubuntu:24.04"), ["hostname"]) == [
+    assert pyxis(["srun"], rank_container(image="ubuntu:24.04"), ["hostname"]) == [
         "srun", "--container-image=ubuntu:24.04", "hostname"]
 
 
@@ -123,7 +123,7 @@ def test_apptainer_mpich():
 
 
 def test_apptainer_joins_the_ranks_of_a_node_with_sharens():
-    joined = RankContainer(image="/images/mpich.sif", joined=True)
+    joined = rank_container(image="/images/mpich.sif", joined=True)
     assert apptainer(MPICH_SRUN, joined, BENCH) == [*MPICH_SRUN, "apptainer", "exec", "--no-eval", "--sharens",
                                                         "/images/mpich.sif", *BENCH]
 
@@ -175,7 +175,7 @@ def test_what_the_launcher_environment_holds():
     ("pyxis", False, []), ("cscs-ce", False, []),  # one container per node, by design
 ])
 def test_the_ranks_confinement(name, joined, separate):
-    confinement = get_engine(name).confinement(RankContainer(image="x", joined=joined))
+    confinement = get_engine(name).confinement(rank_container(image="x", joined=joined))
     assert confinement.separate() == separate and {"ipc", "pid", "net"} <= confinement.host
 
 
@@ -195,7 +195,7 @@ def pflag_env(item: str) -> tuple[str, str]:
 
 @pytest.mark.parametrize("name", RENDERED)
 def test_hostile_values_stay_single_unexpanded_items(name):
-    container = RankContainer(image="registry.example.org/team/mpich:4", env=HOSTILE,
+    container = rank_container(image="registry.example.org/team/mpich:4", env=HOSTILE,
                               mounts=["/data/my dir:/data/my dir"] if name != "pyxis" else ["/data:/data"],
                               workdir="/work/a b", edf="./my env.toml")
     argv = wrap(name, MPICH_SRUN, container, HOSTILE_ARGV)
@@ -215,7 +215,7 @@ def test_hostile_values_stay_single_unexpanded_items(name):
 
 @pytest.mark.parametrize("value", ["a=b", "x=1,y=2", 'q="1"', "k=v\nnext=line", '"=', "=", "a,b", "", "1 2"])
 def test_apptainer_env_values_read_back_exactly(value):
-    argv = apptainer(["srun"], RankContainer(image="i.sif", env={"V": value}), ["true"])
+    argv = apptainer(["srun"], rank_container(image="i.sif", env={"V": value}), ["true"])
     assert pflag_env(argv[argv.index("--env") + 1]) == ("V", value)
 
 
@@ -225,7 +225,7 @@ def test_apptainer_env_values_read_back_exactly(value):
            lambda s: not s.startswith("-")), min_size=1, max_size=4))
 def test_any_env_and_argv_roundtrip(env, argv):
     for name in RENDERED:
-        container = RankContainer(image="img.sif", env={k: v for k, v in env.items()
+        container = rank_container(image="img.sif", env={k: v for k, v in env.items()
                                                         if name != "apptainer" or not v.endswith('"')},
                                   edf="/e.toml")
         rendered = wrap(name, MPICH_SRUN, container, argv)
@@ -247,56 +247,56 @@ def test_any_env_and_argv_roundtrip(env, argv):
 ])
 def test_bad_mounts(mount, message):
     with pytest.raises(ValueError, match=message):
-        apptainer(MPICH_SRUN, RankContainer(image="x", mounts=[mount]), BENCH)
+        apptainer(MPICH_SRUN, rank_container(image="x", mounts=[mount]), BENCH)
 
 
 @pytest.mark.parametrize("name", ["1ABC", "A-B", "A B", "", "A\n", "Ä", "A=B"])
 def test_bad_env_names(name):
     with pytest.raises(ValueError, match="environment variable name"):
-        pyxis(MPICH_SRUN, RankContainer(image="x", env={name: "1"}), BENCH)
+        pyxis(MPICH_SRUN, rank_container(image="x", env={name: "1"}), BENCH)
 
 
 def test_nul_bytes_and_non_strings():
     with pytest.raises(ValueError, match="NUL"):
-        apptainer(MPICH_SRUN, RankContainer(image="x", env={"A": "a\0b"}), BENCH)
+        apptainer(MPICH_SRUN, rank_container(image="x", env={"A": "a\0b"}), BENCH)
     with pytest.raises(ValueError, match="expected a string"):
-        apptainer(MPICH_SRUN, RankContainer(image="x", env={"A": 1}), BENCH)
+        apptainer(MPICH_SRUN, rank_container(image="x", env={"A": 1}), BENCH)
     with pytest.raises(ValueError, match="NUL"):
-        pyxis(["srun"], RankContainer(image="x"), ["echo", "a\0b"])
+        pyxis(["srun"], rank_container(image="x"), ["echo", "a\0b"])
 
 
 def test_relative_workdir():
     with pytest.raises(ValueError, match="workdir 'scratch'"):
-        pyxis(MPICH_SRUN, RankContainer(image="x", workdir="scratch"), BENCH)
+        pyxis(MPICH_SRUN, rank_container(image="x", workdir="scratch"), BENCH)
 
 
 def test_pyxis_mount_with_comma_or_space():
     with pytest.raises(ValueError, match="contains ','"):
-        pyxis(MPICH_SRUN, RankContainer(image="x", mounts=["/a,b:/c"]), BENCH)
+        pyxis(MPICH_SRUN, rank_container(image="x", mounts=["/a,b:/c"]), BENCH)
     with pytest.raises(ValueError, match="whitespace"):
-        pyxis(MPICH_SRUN, RankContainer(image="x", mounts=["/my dir:/data"]), BENCH)
+        pyxis(MPICH_SRUN, rank_container(image="x", mounts=["/my dir:/data"]), BENCH)
 
 
 def test_pyxis_env_not_exported_by_srun():
-    container = RankContainer(image="x", env={"FI_PROVIDER": "cxi", "A": "1"})
+    container = rank_container(image="x", env={"FI_PROVIDER": "cxi", "A": "1"})
     with pytest.raises(ValueError, match="keeps FI_PROVIDER, A from the tasks"):
         pyxis([*MPICH_SRUN, "--export=NONE"], container, BENCH)
     with pytest.raises(ValueError, match="keeps A from the tasks"):
         pyxis([*MPICH_SRUN, "--export", "FI_PROVIDER,HOME"], container, BENCH)
     assert pyxis([*MPICH_SRUN, "--export=ALL,X=1"], container, BENCH)
-    assert pyxis([*MPICH_SRUN, "--export=NONE"], RankContainer(image="x"), BENCH)
+    assert pyxis([*MPICH_SRUN, "--export=NONE"], rank_container(image="x"), BENCH)
 
 
 def test_apptainer_mount_with_comma():
     with pytest.raises(ValueError, match="second bind"):
-        apptainer(MPICH_SRUN, RankContainer(image="x.sif", mounts=["/a,b:/c"]), BENCH)
+        apptainer(MPICH_SRUN, rank_container(image="x.sif", mounts=["/a,b:/c"]), BENCH)
 
 
 def test_apptainer_value_it_cannot_carry():
     with pytest.raises(ValueError, match="ends with"):
-        apptainer(MPICH_SRUN, RankContainer(image="x.sif", env={"A": 'say "hi"'}), BENCH)
+        apptainer(MPICH_SRUN, rank_container(image="x.sif", env={"A": 'say "hi"'}), BENCH)
     with pytest.raises(ValueError, match="CRLF"):
-        apptainer(MPICH_SRUN, RankContainer(image="x.sif", env={"A": "k=v\r\n"}), BENCH)
+        apptainer(MPICH_SRUN, rank_container(image="x.sif", env={"A": "k=v\r\n"}), BENCH)
 
 
 @pytest.mark.parametrize("edf,message", [
@@ -305,18 +305,18 @@ def test_apptainer_value_it_cannot_carry():
 ])
 def test_cscs_ce_bad_edf(edf, message):
     with pytest.raises(ValueError, match=message):
-        cscs_ce(MPICH_SRUN, RankContainer(image="x", edf=edf), BENCH)
+        cscs_ce(MPICH_SRUN, rank_container(image="x", edf=edf), BENCH)
 
 
 @pytest.mark.parametrize("name", ["pyxis", "apptainer"])
 def test_empty_image(name):
     with pytest.raises(ValueError, match="empty image"):
-        wrap(name, MPICH_SRUN, RankContainer(image=""), BENCH)
+        wrap(name, MPICH_SRUN, rank_container(image=""), BENCH)
 
 
 def test_apptainer_image_like_an_option():
     with pytest.raises(ValueError, match="read as an option"):
-        apptainer(MPICH_SRUN, RankContainer(image="--help"), BENCH)
+        apptainer(MPICH_SRUN, rank_container(image="--help"), BENCH)
 
 
 @pytest.mark.parametrize("name", RENDERED)
