@@ -20,8 +20,8 @@ BASE = 'name = "t"\napproaches = ["native"]\nbenchmarks = ["latency"]\n[[stack]]
                                                       "(got 'pbs')"),
     (('name = "t"', 'name = "t"\nengine = "lxc"'), "c.toml: engine: unknown container engine: expected one of "),
     (('host = "mpich"', 'host = "mpich"\n[[variant]]\nname = "v"\nengine = "apptainr"'),
-     "c.toml: variant.0.engine: unknown container engine: expected one of docker, podman, charliecloud "
-     "(got 'apptainr')"),
+     "c.toml: variant.0.engine: unknown container engine: expected one of docker, podman, charliecloud, cscs-ce, "
+     "pyxis, apptainer (got 'apptainr')"),
 ])
 def test_a_misspelt_plugin_name_names_the_file_the_field_and_the_known_names(change, expected):
     campaign = load_campaign_text(BASE.replace(*change), "c.toml")  # reading does not load the plug-ins
@@ -54,3 +54,21 @@ def test_a_runtime_that_cannot_run_here_stops_the_campaign_before_anything_is_bu
     said = r"(?s)c.toml: engine charliecloud: \$USER is not set.*export USER=.*nothing was launched"
     with pytest.raises(CampaignError, match=said):
         check_runtime(campaign, expand(campaign, stacks), resources)
+
+
+@pytest.mark.parametrize("engine", ["pyxis", "apptainer", "cscs-ce"])
+def test_a_runtime_rendered_for_a_cluster_stops_the_campaign_before_anything_is_built(engine):
+    """cscs-ce, pyxis and apptainer are engines like podman, but mpistack writes their commands, never runs them."""
+    from mpistack.campaign.matrix import expand
+    from mpistack.campaign.prepare import planning_resources
+    from mpistack.campaign.session import check_runtime
+    from mpistack.approaches import HostFacts
+
+    text = BASE.replace('name = "t"', f'name = "t"\nengine = "{engine}"').replace(
+        '["native"]', '["hybrid"]').replace('name = "h"\nhost = "mpich"', 'name = "debian-mpich"')
+    campaign = load_campaign_text(text, "c.toml")
+    stacks = resolve_stacks(campaign)
+    said = (rf"(?s)c.toml: engine {engine} runs on a cluster's Slurm.*mpistack stack render STACK --srun {engine}"
+            r".*nothing was launched")
+    with pytest.raises(CampaignError, match=said):
+        check_runtime(campaign, expand(campaign, stacks), planning_resources(campaign, stacks, host=HostFacts()))

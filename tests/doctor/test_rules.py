@@ -358,6 +358,23 @@ def test_single_copy_off_natively_is_blamed_on_the_setting_not_on_a_container(tm
     assert "SYS_PTRACE" in found["debian-mpich"].fix  # a container's: its rights
 
 
+@pytest.mark.parametrize("runtime,fix,not_said", [
+    ("charliecloud", "ch-run --join-ct=2 --join-tag=TAG", "SYS_PTRACE"),
+    ("apptainer", "apptainer exec --sharens", "SYS_PTRACE"),
+    ("pyxis", "one container already", "SYS_PTRACE"),
+    ("podman", "podman run --cap-add SYS_PTRACE --pid host", "ch-run"),
+])
+def test_single_copy_fix_names_the_runtime_s_own_setting(tmp_path, runtime, fix, not_said):
+    """An unprivileged runtime has no capability to add: its ranks get single copy by sharing a user namespace
+    (ch-run --join, Apptainer's --sharens), so the fix names that, not podman's flags."""
+    engine = open_database(str(tmp_path / "r.db"))
+    transport = {"mpi": "openmpi", "layer": "ob1", "network": "shm", "single_copy": "none"}
+    campaign = store_runs(engine, *launches("latency", latency(0.5), {"mpi": "openmpi", "runtime": runtime},
+                                            stack="debian-openmpi", approach="hybrid", transport=transport))
+    found = findings(engine, campaign, "single-copy")
+    assert found and all(fix in each.fix and not_said not in each.fix for each in found)
+
+
 def test_open_mpis_cm_pml_over_a_tcp_provider_on_one_node_is_told_to_leave_the_mtl(tmp_path):
     """Open MPI 4.1.4 compiled --with-ofi, without UCX: the cm PML wins and its ofi MTL takes libfabric 1.17's TCP
     provider net for ranks of one node (as recorded in examples/source.toml's campaign); the fix is ob1 or an

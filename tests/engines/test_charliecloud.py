@@ -39,6 +39,13 @@ def test_a_rank_in_separate_namespaces_is_one_ch_run_with_the_case_directory_at_
 def test_joined_ranks_name_their_count_and_the_case_as_the_join_tag():
     argv = CharliecloudEngine().run_argv(spec(join_ranks=2))
     assert argv[1:3] == ["--join-ct=2", "--join-tag=hybrid-1"]
+    # one rank a node (two nodes under srun) has no peer: no join, whose tag nodes of one machine would share
+    assert not any(item.startswith("--join") for item in CharliecloudEngine().run_argv(spec(join_ranks=1)))
+
+
+def test_a_working_directory_is_where_the_rank_starts_inside():
+    argv = CharliecloudEngine().run_argv(spec(workdir=f"{CASE}/run"))
+    assert f"--cd={CASE_MOUNT}/run" in argv
 
 
 def test_separate_ranks_share_only_the_hosts_ipc_pid_and_network():
@@ -128,6 +135,17 @@ def run_as_user(user: str, argv: list[str], env: dict[str, str], cwd: Path, time
                                            if isinstance(expired.stderr, bytes) else expired.stderr or "")
 
 
+def launch_as_user(user: str, case, resources, label: str, env: dict[str, str] | None = None):
+    """Plan the case into a fresh case directory the user may write, and run it as that user."""
+    case_dir = resources.case_directory(label)
+    shutil.rmtree(case_dir, ignore_errors=True)
+    case_dir.mkdir(parents=True)
+    for directory in (case_dir, case_dir.parent, resources.workdir):
+        os.chmod(directory, 0o777 if directory == case_dir else 0o755)
+    launch = plan(case, resources, case_dir / "out.json", [], label)
+    return run_as_user(user, launch.argv, {**launch.env, **(env or {})}, case_dir), launch
+
+
 @pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
 def test_a_container_per_rank_as_an_unprivileged_user_separate_and_joined(mpi, unprivileged_user, shared_dir,
                                                                            monkeypatch):
@@ -146,14 +164,8 @@ def test_a_container_per_rank_as_an_unprivileged_user_separate_and_joined(mpi, u
                           images={f"debian-{mpi}": reference})
     said = {}
     for case in expand(campaign, resolve_stacks(campaign)):
-        label = f"{mpi}-{case.variant_name}"
-        case_dir = resources.case_directory(label)
-        shutil.rmtree(case_dir, ignore_errors=True)
-        case_dir.mkdir(parents=True)
-        for directory in (case_dir, case_dir.parent, workdir):
-            os.chmod(directory, 0o777 if directory == case_dir else 0o755)
-        launch = plan(case, resources, case_dir / "out.json", [], label)
-        done = run_as_user(unprivileged_user, launch.argv, {**launch.env, "MPISTACK_CONFINEMENT": "1"}, case_dir)
+        done, launch = launch_as_user(unprivileged_user, case, resources, f"{mpi}-{case.variant_name}",
+                                      {"MPISTACK_CONFINEMENT": "1"})
         said[case.variant_name] = (done, parse_transport(done.stderr, mpi), launch)
     separate, separate_ns, launch = said["default"]
     assert launch.facts["confinement"] == "separate-ns"
@@ -167,14 +179,70 @@ def test_a_container_per_rank_as_an_unprivileged_user_separate_and_joined(mpi, u
         assert separate.returncode != 0
 
 
-def test_bind_under_charliecloud_is_refused_before_it_runs_with_the_way_out():
-    from mpistack.approaches import Refused
+def test_bind_under_charliecloud_binds_each_host_library_onto_a_target_the_prepare_stage_makes():
+    from mpistack.approaches import mount_points
     from mpistack.approaches.base import HostFacts as Facts
+    from mpistack.approaches.bind import MOUNT_DIR
 
     campaign = load_campaign_text(CAMPAIGN.format(stack="debian-mpich").replace('["hybrid"]', '["bind"]'), "ch.toml")
-    host = Facts(mpi_library_files={"mpich": (("/usr/lib/libmpich.so.12", "libmpi.so.12"),)})
+    host = Facts(mpi_library_files={"mpich": (("/usr/lib/libmpich.so.12", "libmpi.so.12"),)},
+                 mpi_versions={"mpich": "4.0.2"})
     resources = Resources(engine=CharliecloudEngine(), workdir=Path("/work"), host=host,
                           images={"debian-mpich": IMAGES["mpich"]})
     case = next(case for case in expand(campaign, resolve_stacks(campaign)) if case.variant_name == "default")
-    with pytest.raises(Refused, match='engine charliecloud cannot bind host files.*engine = "podman"'):
-        plan(case, resources, None, [], "bind-1")
+    assert mount_points(case, resources) == [f"/usr/lib/libmpich.so.12:{MOUNT_DIR}/libmpi.so.12:ro"]
+    launch = plan(case, resources, None, [], "bind-1")
+    assert f"--bind=/usr/lib/libmpich.so.12:{MOUNT_DIR}/libmpi.so.12" in launch.argv
+    assert f"--set-env=LD_LIBRARY_PATH={MOUNT_DIR}" in launch.argv
+
+
+def test_bind_targets_are_made_once_in_the_converted_image_and_never_outside_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("MPISTACK_CHARLIECLOUD_IMAGES", str(tmp_path / "store"))
+    engine = CharliecloudEngine()
+    image = Path(engine.planned_image("ref:1"))
+    (image / "usr" / "lib").mkdir(parents=True)
+    (image / "lib").symlink_to("usr/lib")  # Debian's merged /usr: a link inside the image is followed
+    (image / "escape").symlink_to(tmp_path / "host")  # one that leads out is not
+    engine.prepare_mounts("ref:1", [f"{tmp_path}:/opt/host-mpi/dir:ro", "/etc/hostname:/lib/x/libmpi.so.12:ro",
+                                    "/etc/hostname:/usr/lib/exists"])
+    assert (image / "opt" / "host-mpi" / "dir").is_dir()
+    assert (image / "usr" / "lib" / "x" / "libmpi.so.12").is_file()
+    engine.prepare_mounts("ref:1", ["/etc/hostname:/lib/x/libmpi.so.12"])  # there already: nothing to do
+    with pytest.raises(EngineError, match="leads out of the image"):
+        engine.prepare_mounts("ref:1", ["/etc/hostname:/escape/file"])
+    assert not (tmp_path / "host").exists()
+
+
+def test_bind_targets_a_read_only_image_store_lacks_are_one_error_naming_the_way_out(tmp_path, monkeypatch):
+    if os.geteuid() == 0:
+        pytest.skip("root writes into a read-only directory")
+    monkeypatch.setenv("MPISTACK_CHARLIECLOUD_IMAGES", str(tmp_path / "store"))
+    engine = CharliecloudEngine()
+    image = Path(engine.planned_image("ref:1"))
+    image.mkdir(parents=True)
+    os.chmod(image, 0o555)
+    with pytest.raises(EngineError, match="cannot be made.*owner of .*store.*MPISTACK_CHARLIECLOUD_IMAGES"):
+        engine.prepare_mounts("ref:1", ["/etc/hostname:/opt/libmpi.so.12"])
+
+
+@pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
+def test_bind_as_an_unprivileged_user_runs_the_host_mpi_in_a_directory_image(mpi, unprivileged_user, shared_dir,
+                                                                             monkeypatch):
+    """The host's MPI bound into the Debian image under Charliecloud, joined: the targets made in the converted
+    image when it is prepared, then ch-run as an ordinary user."""
+    from mpistack.approaches import mount_points
+
+    reference = IMAGES[mpi]
+    if not _podman_has(reference):
+        pytest.skip(f"{reference} is not built (mpistack stack build debian-{mpi})")
+    monkeypatch.setenv("MPISTACK_CHARLIECLOUD_IMAGES", str(shared_dir / "images"))
+    engine = CharliecloudEngine()
+    engine.prepare_image(reference)
+    campaign = load_campaign_text(CAMPAIGN.format(stack=f"debian-{mpi}").replace('["hybrid"]', '["bind"]'), "ch.toml")
+    workdir = shared_dir / f"work-bind-{mpi}"
+    resources = Resources(engine=engine, workdir=workdir, host=HostFacts.probe(), images={f"debian-{mpi}": reference})
+    case = next(case for case in expand(campaign, resolve_stacks(campaign)) if case.variant_name == "joined")
+    engine.prepare_mounts(reference, mount_points(case, resources))
+    done, _ = launch_as_user(unprivileged_user, case, resources, f"bind-{mpi}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (resources.case_directory(f"bind-{mpi}") / "out.json").is_file()

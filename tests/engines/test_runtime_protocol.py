@@ -16,8 +16,20 @@ METHODS = [name for name, member in vars(ContainerRuntime).items()
 
 
 def test_the_interface_is_what_the_approaches_and_launchers_call():
-    assert {"check", "planned_image", "prepare_image", "run_argv", "confinement", "end",
-            "remove_containers", "available", "env_overrides"} <= set(METHODS)
+    assert {"check", "planned_image", "prepare_image", "run_argv", "launch_argv", "launcher_env", "confinement",
+            "end", "remove_containers", "available", "env_overrides"} <= set(METHODS)
+
+
+#: the methods with a default every runtime may keep: nothing to add to the caller's or launcher's environment,
+#: the launcher's options followed by the runtime's command, and bind targets the runtime makes itself
+DEFAULTS = {"env_overrides", "launcher_env", "launch_argv", "prepare_mounts"}
+
+
+def test_every_runtime_of_a_cluster_is_registered_and_renders():
+    """cscs-ce, pyxis and apptainer are runtimes like podman, chosen by name; they render, never run here."""
+    rendered = {name for name in ENGINES.names() if get_engine(name).renders_only}
+    assert rendered == {"cscs-ce", "pyxis", "apptainer"}
+    assert not any(get_engine(name).renders_only for name in ("podman", "docker", "charliecloud"))
 
 
 @pytest.mark.parametrize("name", ENGINES.names())
@@ -25,7 +37,7 @@ def test_every_registered_runtime_implements_every_method(name):
     runtime = ENGINES.get(name).plugin
     missing = [method for method in METHODS
                if getattr(runtime, method) is getattr(ContainerRuntime, method)
-               and method != "env_overrides"]  # the one method with a default: nothing to add
+               and method not in DEFAULTS]
     assert not missing, f"runtime {name} leaves {', '.join(missing)} to the interface"
     assert runtime.name == name
 
@@ -41,6 +53,18 @@ def test_every_runtime_says_its_confinement_as_a_typed_value(name, per_rank):
     if not per_rank:  # one container holds every rank: they share all that decides how they talk
         assert {"user", "ipc", "pid"} <= confinement.shared
     assert Confinement.from_record(confinement.record()) == confinement
+
+
+@pytest.mark.parametrize("name", ENGINES.names())
+def test_every_runtime_renders_a_rank_s_container_under_a_launcher(name):
+    """The launcher's options, then one command that ends with the rank's argv, every item a string."""
+    runtime = get_engine(name)
+    run = ContainerRun(runtime.planned_image("registry.example.org/mpich:4"), ["mpistack-bench", "latency"], env={"A": "1"},
+                       mounts=["/out:/out"], per_rank=True, join_ranks=2, workdir="/out")
+    argv = runtime.launch_argv(["srun", "--mpi=pmi2"], run)
+    assert argv[:2] == ["srun", "--mpi=pmi2"] and argv[-2:] == ["mpistack-bench", "latency"]
+    assert all(isinstance(item, str) for item in argv) and len(argv) > 4
+    assert isinstance(runtime.launcher_env(run), dict)
 
 
 def test_an_unknown_runtime_name_lists_the_known_ones():

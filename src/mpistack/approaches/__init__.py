@@ -18,9 +18,17 @@ from .bind import Bind  # isort: skip
 from .fabric_swap import FabricSwap  # isort: skip
 
 __all__ = ["Approach", "Bind", "Container", "FabricSwap", "HostFacts", "Hybrid", "Native", "Refused", "Resources",
-           "Undecided", "plan"]
+           "Undecided", "mount_points", "plan"]
 
 
 def plan(case: Case, resources: Resources, output: Path | None, options: list[str], label: str) -> LaunchPlan:
     """How to run a case: raises Refused when the approach cannot run it (the reason is recorded)."""
     return APPROACHES.get(case.approach.name).plugin().plan(case, resources, output, options, label)
+
+
+def mount_points(case: Case, resources: Resources) -> list[str]:
+    """The host paths the case's containers get bound in; none when its approach refuses it here."""
+    try:
+        return APPROACHES.get(case.approach.name).plugin().mount_points(case, resources)
+    except (Refused, Undecided):
+        return []

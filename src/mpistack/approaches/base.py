@@ -137,6 +137,12 @@ class Approach:
              label: str) -> LaunchPlan:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def mount_points(self, case: Case, resources: Resources) -> list[str]:
+        """The host paths its containers get bound in (SRC:DST[:FLAGS]) beyond the case's own directory, known
+        once the campaign is prepared: a runtime whose images need each target to exist (Charliecloud's
+        directory images) makes them then. Refused or Undecided as `plan` would be."""
+        return []
+
 
 def benchmark_argv(case: Case, program: str, output: Path | None, extra_options: list[str]) -> list[str]:
     """mpistack-bench TEST [options] [buffers] --json OUT, or the campaign's own program with its options."""

@@ -36,7 +36,7 @@ def abi_refusal(case, resources, host_mpi: str) -> str | None:
 
 @APPROACHES.register("bind", image=True, mounts_host_libraries=True)
 class Bind(Approach):
-    def plan(self, case, resources, output, options, label) -> LaunchPlan:
+    def mount_points(self, case, resources) -> list[str]:
         host_mpi = host_mpi_for(case)
         files = resources.host.mpi_library_files.get(host_mpi)
         if not files and host_mpi == case.stack.mpi_impl:
@@ -44,8 +44,12 @@ class Bind(Approach):
         mismatch = abi_refusal(case, resources, host_mpi)
         if mismatch:
             raise Refused(f"bind refused: {mismatch}")
-        mounts = [f"{source}:{MOUNT_DIR}/{name}:ro" for source, name in files]
-        mounts += [f"{directory}:{directory}:ro" for directory in resources.host.plugin_dirs_of(host_mpi)]
+        mounts = [f"{source}:{MOUNT_DIR}/{name}:ro" for source, name in files or ()]
+        return mounts + [f"{directory}:{directory}:ro" for directory in resources.host.plugin_dirs_of(host_mpi)]
+
+    def plan(self, case, resources, output, options, label) -> LaunchPlan:
+        host_mpi = host_mpi_for(case)
+        mounts = self.mount_points(case, resources)
         env = image_env(case, resources.host)
         env.pop("MPICH_CH4_NETMOD", None)  # the image's wheel setting means nothing to the host's library
         env["LD_LIBRARY_PATH"] = MOUNT_DIR

@@ -18,5 +18,5 @@ class Container(Approach):
             raise Refused(f"the container approach starts every rank inside one container, on one node; "
                           f"{case.placement.label} asks for {case.placement.nodes} nodes")
         run = container(case, resources, label, image_env(case, resources.host), inner)
-        argv = [*rank_starter(resources).one_task(case.placement), *resources.runtime_for(case).run_argv(run)]
+        argv = resources.runtime_for(case).launch_argv(rank_starter(resources).one_task(case.placement), run)
         return container_plan(case, resources, argv, output, label, run)

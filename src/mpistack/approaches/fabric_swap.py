@@ -66,7 +66,7 @@ def swap_facts(case, resources) -> compat.LibfabricSwap:
 @APPROACHES.register("fabric-swap", image=True, mounts_host_libraries=True,
                      refuses=lambda spec: ucx_mismatch(spec.name, spec))
 class FabricSwap(Approach):
-    def plan(self, case, resources, output, options, label) -> LaunchPlan:
+    def mount_points(self, case, resources) -> list[str]:
         swap = swap_facts(case, resources)
         errors = [finding for finding in compat.check(case.stack.spec, approach="fabric-swap", swap=swap)
                   if finding.rule in SWAP_RULES and finding.severity == "error"]
@@ -77,6 +77,11 @@ class FabricSwap(Approach):
         mounts += [f"{source}:{MOUNT_DIR}/lib/{name}:ro" for source, name in host.dependencies]
         if host.providers_dir:
             mounts.append(f"{host.providers_dir}:{MOUNT_DIR}/providers:ro")
+        return mounts
+
+    def plan(self, case, resources, output, options, label) -> LaunchPlan:
+        mounts = self.mount_points(case, resources)
+        host = resources.host.libfabric
         env = image_env(case, resources.host)
         env["LD_LIBRARY_PATH"] = f"{MOUNT_DIR}/lib"
         env["FI_PROVIDER_PATH"] = f"{MOUNT_DIR}/providers"  # absent without host plug-ins: built-in ones only

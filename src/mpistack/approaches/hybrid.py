@@ -61,14 +61,10 @@ def per_rank_launch(case, resources, label: str, env: dict[str, str], argv: list
     else:
         passthrough = PMI_ENV_PATTERNS
     runtime = resources.runtime_for(case)
-    if mounts and not runtime.binds_files:
-        raise Refused(f"engine {runtime.name} cannot bind host files over paths its image lacks (a read-only "
-                      "directory image: ch-fromhost would copy them in, which mpistack does not do yet); run "
-                      f"{case.approach.name} with engine = \"podman\"")
     start = rank_starter(resources).ranks_in_containers(mpi, case.placement)
     run = container(case, resources, label, env, argv, per_rank=True, mounts=list(mounts),
                     passthrough=passthrough, preserve_fds=start.preserve_fds)
-    return [*start.argv, *runtime.run_argv(run)], run
+    return runtime.launch_argv(start.argv, run), run
 
 
 @APPROACHES.register("hybrid", image=True)

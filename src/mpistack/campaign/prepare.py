@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
-from ..approaches import HostFacts, Resources
+from ..approaches import HostFacts, Resources, mount_points
 from ..approaches.fabric_facts import probe_image_fabric
 from ..cache import cache_dir, private_directory
 from ..engines import EngineError, get_engine
@@ -82,6 +82,20 @@ def prepare(cases: list[Case], resources: Resources, say: Callable[[str], None] 
     for stack in _stacks([case for case in runnable if case.approach.name == "fabric-swap"], "image"):
         if stack.name not in resources.failed_builds:
             resources.image_fabric[stack.name] = probe_image_fabric(resources.engine, stack.spec.image_ref())
+    # the host paths bind and fabric-swap mount, made to exist where the runtime binds only onto existing ones
+    for stack in _stacks(runnable, "image"):
+        if stack.name in resources.failed_builds:
+            continue
+        by_runtime: dict[int, tuple] = {}
+        for case in (case for case in runnable if case.stack.name == stack.name):
+            runtime = resources.runtime_for(case)
+            by_runtime.setdefault(id(runtime), (runtime, set()))[1].update(mount_points(case, resources))
+        for runtime, mounts in by_runtime.values():
+            if mounts:
+                try:
+                    runtime.prepare_mounts(stack.spec.image_ref(), sorted(mounts))
+                except EngineError as error:
+                    raise ConversionError(str(error)) from None
 
 
 def missing_images(cases: list[Case], resources: Resources) -> list[str] | None:

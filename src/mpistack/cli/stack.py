@@ -259,22 +259,21 @@ def _srun_line(s, container_runtime: str, ranks: int, nodes: int, image: str | N
     import shlex
 
     from .. import runtime
+    from ..engines import ContainerRun, EngineError, get_engine
     from ..launchers.slurm import Srun, step_env
-    from ..launchers.srun_containers import RankContainer, srun_environment, wrap
     from ..spec.campaign import Placement
 
-    default_image = f"{s.name}.sif" if container_runtime == "apptainer" else s.image_ref()
-    container = RankContainer(image=image or default_image, env={**runtime.presets(s, gpu=gpu).env,
-                                                                  **step_env(s.mpi.impl)}, edf=s.name)
+    default_image = {"apptainer": f"{s.name}.sif", "cscs-ce": s.name}.get(container_runtime, s.image_ref())
     try:
-        placement = Placement(ranks=ranks, nodes=nodes)
-        argv = wrap(container_runtime, Srun().ranks(s.mpi.impl, placement), container,
-                    ["mpistack-bench", "latency"])
-    except (KeyError, ValueError) as error:
-        message = error.args[0] if isinstance(error, KeyError) else str(error)  # str() of a KeyError is quoted
-        err.print(f"[red]error:[/red] --srun: {escape(message)}", highlight=False)
+        engine = get_engine(container_runtime)
+        container = ContainerRun(image=image if image and container_runtime != "cscs-ce" else default_image,
+                                 argv=["mpistack-bench", "latency"], per_rank=True,
+                                 env={**runtime.presets(s, gpu=gpu).env, **step_env(s.mpi.impl)})
+        argv = engine.launch_argv(Srun().ranks(s.mpi.impl, Placement(ranks=ranks, nodes=nodes)), container)
+    except (EngineError, ValueError) as error:
+        err.print(f"[red]error:[/red] --srun: {escape(str(error))}", highlight=False)
         raise typer.Exit(2) from None
-    settings = srun_environment(container_runtime, container)
+    settings = engine.launcher_env(container)
     prefix = ["env", *(f"{key}={value}" for key, value in settings.items())] if settings else []
     return shlex.join([*prefix, *argv])
 

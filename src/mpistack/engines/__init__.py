@@ -1,6 +1,6 @@
 """Container runtimes behind one interface (`ContainerRuntime`), each registered in ENGINES: podman (default),
 docker and charliecloud run here; the runtimes HPC centres start under srun (cscs-ce, pyxis, apptainer) are
-rendered by launchers/srun_containers.py.
+rendered, each by its own module (rendering.py: what they share).
 
     engine = get_engine("podman")
     engine.build(context_dir, containerfile, tag, labels=..., log_path=...)
@@ -19,9 +19,12 @@ from .confinement import NAMESPACES, Confinement
 from .docker import DockerEngine  # each engine module registers itself when imported
 from .podman import PodmanEngine  # isort: skip
 from .charliecloud import CharliecloudEngine  # isort: skip
+from .cscs_ce import CscsContainerEngine  # isort: skip
+from .pyxis import PyxisRuntime  # isort: skip
+from .apptainer import ApptainerRuntime  # isort: skip
 
 
-def get_engine(name: str = "podman", **options) -> Engine:
+def get_engine(name: str = "podman", **options) -> ContainerRuntime:
     try:
         cls = ENGINES.get(name).plugin
     except KeyError as error:
@@ -29,5 +32,6 @@ def get_engine(name: str = "podman", **options) -> Engine:
     return cls(**options)
 
 
-__all__ = ["NAMESPACES", "BuildResult", "CharliecloudEngine", "Confinement", "ContainerRun", "ContainerRuntime",
-           "DockerEngine", "Engine", "EngineError", "PodmanEngine", "RunResult", "get_engine"]
+__all__ = ["NAMESPACES", "ApptainerRuntime", "BuildResult", "CharliecloudEngine", "CscsContainerEngine", "Confinement", "ContainerRun", "ContainerRuntime",
+           "DockerEngine", "Engine", "EngineError", "PodmanEngine", "PyxisRuntime", "RunResult",
+           "get_engine"]

@@ -75,6 +75,7 @@ class ContainerRun:
     #: ranks of a node that join one namespace set (Charliecloud's --join-ct, Apptainer's --sharens); 0: each
     #: rank's container has its own, as the runtime makes them
     join_ranks: int = 0
+    workdir: str | None = None  # where the program starts inside; None: the runtime's default
 
     def confinement_flags(self) -> list[str]:
         """The flags that widen podman's default confinement, as recorded with each run."""
@@ -90,13 +91,11 @@ class ContainerRuntime:
     """What mpistack asks of a container runtime, whichever it is. Approaches plan with `run_argv` and
     `confinement`; the campaign's prepare stage calls `check` (before any launch) and `prepare_image`;
     launchers end a case with `end` and `remove_containers`. A runtime that cannot run here (cscs-ce, pyxis,
-    apptainer: rendered for the user's cluster) sets `renders_only` and still answers every method but
-    `run`. tests/engines/test_runtime_protocol.py checks that every registered runtime implements each one."""
+    apptainer: rendered for the user's cluster, `rendering.RenderedRuntime`) sets `renders_only`, and its
+    `check` says so before any launch; it still answers every other method. tests/engines/test_runtime_protocol.py checks that every registered runtime implements each one."""
 
     name = "runtime"
     renders_only = False
-    #: binds a host file over a path the image may lack (bind, fabric-swap mount host libraries so)
-    binds_files = True
 
     def available(self) -> bool:
         raise NotImplementedError
@@ -116,6 +115,12 @@ class ContainerRuntime:
         returns `planned_image(reference)`. EngineError when it cannot be converted."""
         raise NotImplementedError
 
+    def prepare_mounts(self, reference: str, mounts: Sequence[str]) -> None:
+        """Make the targets of `mounts` (SRC:DST[:FLAGS]) exist in the prepared image `reference`, where the
+        runtime binds only onto paths the image has (Charliecloud); EngineError naming the fix when it cannot.
+        Runtimes that make a bind's target themselves need nothing."""
+        return None
+
     def run_argv(self, spec: "ContainerRun") -> list[str]:
         """The command that runs one container of `spec` (one rank's, under a launcher, or every rank's)."""
         raise NotImplementedError
@@ -126,6 +131,16 @@ class ContainerRuntime:
 
     def env_overrides(self) -> dict[str, str]:
         """What this runtime's processes need set on top of the caller's environment."""
+        return {}
+
+    def launch_argv(self, starter: Sequence[str], spec: "ContainerRun") -> list[str]:
+        """The launcher's start of the containers of `spec` (`starter`: mpiexec's or srun's options, one task
+        or every rank), then the runtime's command; a runtime that plugs into srun checks srun's options."""
+        return [*starter, *self.run_argv(spec)]
+
+    def launcher_env(self, spec: "ContainerRun") -> dict[str, str]:
+        """What the launcher's own environment must hold for `spec`'s containers (pyxis reads the values of
+        the variables it passes in from srun's environment); nothing for most runtimes."""
         return {}
 
     def remove_containers(self, label: str, grace: float = 0) -> int:
@@ -359,6 +374,8 @@ class Engine(ContainerRuntime):
             args += ["--env", pattern]
         for key, value in sorted(spec.env.items()):
             args += ["--env", f"{key}={value}"]
+        if spec.workdir:
+            args += ["--workdir", spec.workdir]
         return self.command(*args, spec.image, *spec.argv)
 
     def run(self, spec: ContainerRun, *, timeout: float | None = 600) -> RunResult:

@@ -13,7 +13,8 @@ of a node into one namespace set ("--join", ch-run(1): https://hpc.github.io/cha
 
 The case's directory is bound at one fixed mount point that conversion creates (`CASE_MOUNT`): a read-only
 directory image cannot grow a mount point per case, so the case's paths in the command line and the
-environment are rewritten to it. ch-run refuses to start without $USER.
+environment are rewritten to it. The host paths bind and fabric-swap mount are the same for every case of a
+host, so the campaign's prepare stage makes their targets in the converted image once (`prepare_mounts`). ch-run refuses to start without $USER.
 """
 
 from __future__ import annotations
@@ -65,8 +66,6 @@ class CharliecloudEngine(PodmanEngine):
 
     name = "charliecloud"
     runner = "ch-run"
-    # ch-run binds only onto paths the image has, and a directory image is read-only to the ranks
-    binds_files = False
 
     def available(self) -> bool:
         return shutil.which(self.runner) is not None
@@ -160,6 +159,33 @@ class CharliecloudEngine(PodmanEngine):
         finally:
             self._run(["rm", "-f", container], check=False)
 
+    def prepare_mounts(self, reference: str, mounts) -> None:
+        """ch-run binds only onto paths the image has, and a directory image is read-only to the ranks: each
+        bind's target (a directory for a directory, an empty file for a file) is made in the converted image
+        once, so it stays with the image of that digest. Never outside the image: a target whose path leads
+        out through a link is refused."""
+        image = Path(os.path.realpath(self.planned_image(reference)))
+        for mount in mounts:
+            source, destination = mount.split(":")[:2]
+            target = Path(os.path.realpath(image / destination.lstrip("/")))
+            if not target.is_relative_to(image):
+                raise EngineError(f"image {reference}: the bind target {destination} leads out of the image "
+                                  f"({target}); Charliecloud cannot bind {source} there")
+            if target.exists():
+                continue
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if Path(source).is_dir():
+                    target.mkdir(exist_ok=True)
+                else:
+                    target.touch(exist_ok=True)
+            except OSError as error:
+                raise EngineError(
+                    f"image {reference}: ch-run binds only onto paths the image has, and {destination} cannot be "
+                    f"made in {image} ({error.strerror}); let the owner of {images_dir()} prepare the campaign "
+                    "once (mpistack run FILE), or unset MPISTACK_CHARLIECLOUD_IMAGES to convert images of your "
+                    "own") from None
+
     def _case_paths(self, spec: ContainerRun) -> dict[str, str]:
         """Host directory -> where it appears inside: the case's own directory (its `src:src` mount) at
         CASE_MOUNT; other mounts keep their destination."""
@@ -182,7 +208,8 @@ class CharliecloudEngine(PodmanEngine):
             return text
 
         args = [self.runner]
-        if spec.join_ranks:
+        if spec.join_ranks > 1:  # one rank a node has no peer to join (and nodes of one machine share /dev/shm,
+            # where ch-run's peers find each other by the tag)
             args += [f"--join-ct={spec.join_ranks}", f"--join-tag={spec.label or 'mpistack'}"]
         args.append("--set-env")  # IMAGE/ch/environment
         for key, value in sorted(spec.env.items()):
@@ -190,8 +217,8 @@ class CharliecloudEngine(PodmanEngine):
         for mount in spec.mounts:
             source, destination, *flags = mount.split(":")
             args.append(f"--bind={source}:{moved.get(source, destination)}")
-        if moved:
-            args.append(f"--cd={CASE_MOUNT}")
+        if spec.workdir or moved:
+            args.append(f"--cd={inside(spec.workdir) if spec.workdir else CASE_MOUNT}")
         return [*args, spec.image, "--", *(inside(item) for item in spec.argv)]
 
     def confinement(self, spec: ContainerRun) -> Confinement:

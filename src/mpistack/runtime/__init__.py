@@ -14,10 +14,10 @@ files, and a file that is sourced must not run what a field smuggles in.
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass
 
+from ..engines.cscs_ce import edf_text
 from ..recipes.escaping import comment
 from ..spec.mpi_family import FAMILIES
 from ..spec.stack import Stack
@@ -103,32 +103,12 @@ def env_script(stack: Stack, **options) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _toml_str(value: str) -> str:
-    return json.dumps(str(value))  # a JSON string is a valid TOML basic string
-
-
-def ce_image(ref: str) -> str:
-    """registry/name:tag -> registry#name:tag, the Container Engine's spelling."""
-    if "#" in ref or ref.startswith("/"):
-        return ref
-    first, _, rest = ref.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
-        return f"{first}#{rest}"
-    return ref
-
-
 def edf(stack: Stack, *, image: str | None = None, mounts: list[str] | None = None, workdir: str | None = None,
         cxi_hook: bool = True, gpu: bool = False) -> str:
-    """A CSCS Container Engine environment definition file (TOML)."""
+    """A CSCS Container Engine environment definition file (TOML) with the stack's presets
+    (engines/cscs_ce.py writes it)."""
     preset = presets(stack, gpu=gpu)
-    lines = ["# " + comment(f"CSCS Container Engine EDF for {stack.name}, written by mpistack"),
-             f"# run with: srun --mpi={srun_mpi(stack)} --environment=<this file> ...",
-             f"image = {_toml_str(ce_image(image or stack.image_ref()))}"]
-    if mounts:
-        lines.append("mounts = [" + ", ".join(_toml_str(m) for m in mounts) + "]")
-    if workdir:
-        lines.append(f"workdir = {_toml_str(workdir)}")
-    if preset.env:
-        lines += ["", "[env]"] + [f"{check_env_name(k, 'EDF env')} = {_toml_str(v)}" for k, v in preset.env.items()]
-    lines += ["", "[annotations]", f"com.hooks.cxi.enabled = {_toml_str('true' if cxi_hook else 'false')}"]
-    return "\n".join(lines) + "\n"
+    for name in preset.env:
+        check_env_name(name, "EDF env")
+    return edf_text(image or stack.image_ref(), env=preset.env, mounts=mounts or (), workdir=workdir,
+                    cxi_hook=cxi_hook, title=stack.name, srun_mpi=srun_mpi(stack))

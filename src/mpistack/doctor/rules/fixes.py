@@ -4,6 +4,8 @@ the MTL, since it carries the messages between ranks of one node too."""
 
 from __future__ import annotations
 
+from ...engines.confinement import Confinement
+
 SHM_FIX = ("Let ranks of one node use shared memory: unset UCX_TLS or include sm in it, unset FI_PROVIDER and "
            "MPIR_CVAR_NOLOCAL (MPICH), keep vader/sm in OMPI_MCA_btl (Open MPI); in containers share IPC "
            "(--ipc host) and /dev/shm.")
@@ -21,6 +23,41 @@ def cm_fix(provider: str) -> str:
             f"provider ({provider}): choose ob1 with its shared-memory BTL (OMPI_MCA_pml=ob1), or leave the provider "
             f"out (OMPI_MCA_mtl_ofi_provider_exclude={CM_DEFAULT_EXCLUDE},{first}; the default list does not name "
             f"{first}).")
+
+
+def join_fix(runtime: str, per_node: int | None = None) -> str:
+    """How the runtime puts the ranks of a node into one namespace set (Charliecloud, Apptainer)."""
+    count = per_node or "N"
+    joined = {"charliecloud": f"ch-run --join-ct={count} --join-tag=TAG",
+              "apptainer": "apptainer exec --sharens (Apptainer 1.3 and later)"}.get(runtime)
+    said = f"with {joined}; " if joined else ""
+    return (f"Put the node's ranks in one namespace set: {said}in mpistack a variant with namespaces = \"joined\", "
+            "or one container per node (approach container).")
+
+
+#: runtimes whose ranks of a node run in one container by design: single copy is not theirs to grant
+ONE_CONTAINER_PER_NODE = ("pyxis", "cscs-ce")
+
+
+def single_copy_fix(runtime: str | None, per_node: int | None = None) -> str:
+    """How the ranks' runtime grants them single copy (CMA), in its own settings: podman and docker add
+    CAP_SYS_PTRACE and the host's PID namespace; the unprivileged runtimes, whose ranks have no capability to
+    add, put a node's ranks in one user namespace."""
+    if runtime in ("charliecloud", "apptainer"):
+        return join_fix(runtime, per_node)
+    if runtime in ONE_CONTAINER_PER_NODE:
+        return (f"{runtime} runs the ranks of a node in one container already: look for a setting that turns single "
+                "copy off (btl_vader_single_copy_mechanism, smsc, UCX_TLS without cma) or Yama's "
+                "/proc/sys/kernel/yama/ptrace_scope.")
+    return ("Grant single-copy rights: podman run --cap-add SYS_PTRACE --pid host (mpistack: an approach with "
+            "single_copy = true).")
+
+
+def runtime_of(run: dict) -> str | None:
+    """The runtime that started a stored run's containers, as recorded with it (None: native or not recorded)."""
+    tags = run.get("tags") or {}
+    confinement = Confinement.from_record(tags.get("confinement_record"))
+    return tags.get("runtime") or (confinement.runtime if confinement else None)
 
 
 def tcp_fix(transport: dict, one_node: bool) -> str:

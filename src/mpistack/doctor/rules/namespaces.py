@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ...spec.status import RunStatus
 from ..model import rule
+from .fixes import join_fix
 from .runs import (PER_RANK_APPROACHES, ROOTLESS_USER_NAMESPACE, _mpi, confinement_record, ranks_per_node, run_cell,
                    shm_cause, subject_of, user_namespace)
 
@@ -29,15 +30,6 @@ WORKAROUND = {
                 "MPI finish, copying large messages twice through shared memory; without it Open MPI 4.1.4's bw "
                 "hung at or below 1 MiB (examples/charliecloud.toml, 3 launches of 3)"),
 }
-
-
-def join_fix(runtime: str, per_node: int) -> str:
-    """How the runtime puts the ranks of a node into one namespace set."""
-    joined = {"charliecloud": f"ch-run --join-ct={per_node} --join-tag=TAG",
-              "apptainer": "apptainer exec --sharens (Apptainer 1.3 and later)"}.get(runtime)
-    said = f"with {joined}; " if joined else ""
-    return (f"Put the node's ranks in one namespace set: {said}in mpistack a variant with namespaces = \"joined\", "
-            "or one container per node (approach container).")
 
 
 def separate_namespaces(run: dict) -> tuple[list[str], str] | None:

@@ -23,7 +23,7 @@ from ...parsers.transport import TCP, path_of
 from ..evidence import Performance
 from ..model import rule
 from ..signatures import match
-from .fixes import FABRIC_FIX, tcp_fix
+from .fixes import FABRIC_FIX, runtime_of, single_copy_fix, tcp_fix
 from .runs import CMA_REFUSED
 
 #: Without a transport or bounds, the bandwidth TCP reaches through a fabric's host (a fallback when the provider
@@ -310,6 +310,9 @@ def loss_above_eager(rule, perf: Performance):
             continue
         restores = (f"expected to restore {key.benchmark} from {format_size(min(slow_sizes))} on (worst "
                     f"{worst.worst_ratio:.2f}× at {format_size(worst.worst_size)}) to its baseline's speed")
+        runs = row.runs if row else ()
+        runtime = next((found for run in runs if (found := runtime_of(perf.launches.get(run) or {}))), None)
+        grant = single_copy_fix(runtime, -(-key.ranks // (key.nodes or 1)))  # the ranks of a node
         evidence = dict(subject=_subject(key), cell=_cell(key), sizes=_span(slow_sizes), baseline=item.baseline,
                         slow_from=format_size(min(slow_sizes)), worst_ratio=round(worst.worst_ratio, 3),
                         worst_at=format_size(worst.worst_size), eager_limit=eager,
@@ -321,7 +324,7 @@ def loss_above_eager(rule, perf: Performance):
                 f"(recorded: {refused})",
                 f"Small messages run at native speed, large ones do not, and the run recorded that its single copy "
                 f"was refused ({refused}): large messages are copied twice through shared memory.",
-                f"podman run --cap-add SYS_PTRACE (an approach with single_copy = true); {restores}.",
+                f"{grant[:-1]}; {restores}.",
                 recorded=refused, **evidence)
         elif native:
             theirs_text = f"the system MPI: {theirs}" if theirs in SINGLE_COPY else "the system MPI has one"
@@ -342,8 +345,7 @@ def loss_above_eager(rule, perf: Performance):
                 f"({format_size(eager)}): no single copy (recorded: none)",
                 "Small messages run at native speed, large ones do not, and the MPI library said it had no "
                 "single-copy mechanism here: large messages are copied twice through shared memory.",
-                f"Grant single-copy rights (podman run --cap-add SYS_PTRACE --pid host, an approach with "
-                f"single_copy = true), or unset a setting that turns it off; {restores}.", evidence)
+                f"{grant} Or unset a setting that turns it off; {restores}.", evidence)
         else:
             yield from _judged_or_not(
                 rule, perf, key, worst.worst_ratio, f"{key.benchmark} slower only above the eager limit "
@@ -351,8 +353,7 @@ def loss_above_eager(rule, perf: Performance):
                 "Small messages run at native speed, large ones do not: the rendezvous path differs. The run did not "
                 "record a single-copy mechanism; a container without CAP_SYS_PTRACE cannot use CMA, so large "
                 "messages would be copied twice.",
-                f"Run the containers with --cap-add SYS_PTRACE (an approach with single_copy = true), share /dev/shm "
-                f"and the PID namespace, and compare again; {restores}.", evidence)
+                f"{grant} Compare again; {restores}.", evidence)
 
 
 #: the benchmarks whose messages go from one rank to another as they are (a collective's are made of them)

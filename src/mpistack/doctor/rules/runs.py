@@ -11,7 +11,7 @@ from ...spec.status import RunStatus
 from ..model import rule
 from ...parsers.transport import TCP, path_of
 from ..signatures import match
-from .fixes import tcp_fix
+from .fixes import runtime_of, single_copy_fix, tcp_fix
 from .system import OMPI_SHM_PER_RANK, mpi_family
 
 def run_cell(run: dict) -> tuple[str, str, str, str]:
@@ -166,12 +166,11 @@ def single_copy(rule, run: dict):
                    "btl_vader_single_copy_mechanism or smsc, UCX_TLS without cma), and for Yama's "
                    "/proc/sys/kernel/yama/ptrace_scope, which can forbid cross-process memory attach.")
         else:
-            fix = ("Where the comparison shows a loss above the eager limit, grant single-copy rights: an approach "
-                   "with single_copy = true (--pid host, --cap-add SYS_PTRACE, no seccomp filter), or podman run "
-                   "--cap-add SYS_PTRACE.")
+            fix = ("Where the comparison shows a loss above the eager limit: "
+                   + single_copy_fix(runtime_of(run), ranks_per_node(run)))
             if record is not None and record.runtime == "podman" and user_namespace(record) == ROOTLESS_USER_NAMESPACE:
                 fix += (" Under rootless podman the user's containers share one user namespace, where processes of "
-                        "the user may attach each other without that capability (measured: benchmarks/cma_check.sh): "
+                        "the user may attach each other without that capability (measured: benchmarks/cma_check.py): "
                         "a refusal there comes from a seccomp filter or Yama's ptrace_scope.")
         yield rule.finding(
             "warning", f"single-copy: {'refused' if refused else 'none'} (recorded), confinement {confinement}",
