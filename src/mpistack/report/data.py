@@ -388,6 +388,12 @@ def format_ratio(ratio: float) -> str:
     return f"{ratio:.2f}×" if math.isfinite(ratio) else "—"
 
 
+def format_level(confidence: float) -> str:
+    """A confidence level as it is, to two decimals cut, never rounded up: an alpha-spent look's 99.84 % is not
+    "100%"."""
+    return f"{math.floor(round(confidence * 10000, 6)) / 100:g}%"
+
+
 def _size_key(size: int | None) -> tuple[bool, int]:
     return (size is not None, size or 0)
 

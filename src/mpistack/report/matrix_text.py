@@ -25,7 +25,7 @@ from ..analysis.matrix import Column, StackRow, placement_text
 from ..analysis.statistics import Verdict
 from ..spec.benchmarks import BENCHMARK_NAMES
 from .bounds import number
-from .data import Report, format_value
+from .data import Report, format_level, format_value
 
 #: a cell not settled as a whole in which every decided part is at native speed: no loss shown (which parts are
 #: said under the matrix)
@@ -476,7 +476,7 @@ def characterisation_lines(report: Report, width: int = 80) -> list[Text]:
     lines: list[Text] = []
     for (benchmark, metric, ranks, nodes, buffers), items in groups.items():
         unit = {"latency": "us", "bandwidth": "MB/s", "bi-bandwidth": "MB/s"}.get(metric, "")
-        level = f"{items[0].confidence:.0%}"
+        level = format_level(items[0].confidence)
         short = " (fewer than 6 launches: the range)" if any(item.short_of_level for item in items) else ""
         title = (f"{benchmark} {items[0].key.placement} {buffers}, median {unit} [{level} interval]{short}, "
                  "no baseline")

@@ -18,7 +18,7 @@ from ..analysis.classes import format_size
 from ..analysis.evidence import RowKey
 from ..analysis.matrix import Column, placement_text
 from ..spec.campaign import DEFAULT_VARIANT
-from .data import Report, format_ratio, format_value
+from .data import Report, format_level, format_ratio, format_value
 from .matrix_text import STYLES
 
 UNITS = {"latency": "us", "bandwidth": "MB/s", "bi-bandwidth": "MB/s", "message_rate": "messages/s"}
@@ -85,7 +85,7 @@ def _interval(low: float, high: float) -> str:
 
 def comparison_table(answer_: Answer) -> Table:
     first = next(iter(answer_.sizes), None)
-    level = f"{first.confidence:.0%}" if first is not None else ""
+    level = format_level(first.confidence) if first is not None else ""
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
     for name, justify in (("size", "left"), ("median", "right"), ("baseline", "right"), ("ratio", "right"),
                           (f"{level} interval".strip(), "right"), ("verdict", "left")):
@@ -134,7 +134,7 @@ def print_row(report: Report, choice: RowChoice, console: Console) -> None:
             served = compared_with(report.rows, key)
             item = characterise(row)
             console.print((f"the baseline of {served} compared row(s); " if served else "no comparison; ")
-                          + f"medians over launches with their {item.confidence:.0%} interval"
+                          + f"medians over launches with their {format_level(item.confidence)} interval"
                           + (" (fewer than 6 launches: the range, with its coverage)" if item.short_of_level else ""),
                           highlight=False)
             console.print(characterisation_table(item))
