@@ -82,7 +82,7 @@ def test_a_slurm_case_is_read_with_the_same_cap(tmp_path):
     (directory / "stdout").write_text(OSU_HEAD + ROW * 60_000)  # 1.7 MB
     (directory / "stderr").write_text("oops\n")
     (directory / "exit").write_text("0 1700000010.0\n")
-    execution = read_case(directory, {}).execution
+    execution = read_case(directory, {}, 60).execution
     assert execution.stdout_cut and not execution.stderr_cut and execution.stderr == "oops\n"
     assert execution.stdout_file == directory / "stdout" and len(execution.stdout) <= (1 << 20) + 300  # + the marker
     assert len(parse(LaunchPlan(argv=["x"], env={}, output=None), execution).runs[0].rows) == 60_000

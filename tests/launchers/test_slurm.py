@@ -123,7 +123,7 @@ def test_hostile_values_reach_the_command_unchanged(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (directory / "stdout").read_text().split("\0")[:-1] == values
     assert not canary.exists()
-    record = read_case(directory, {"UCX_TLS": "tcp", "HOME": "/root"})
+    record = read_case(directory, {"UCX_TLS": "tcp", "HOME": "/root"}, 30)
     assert record.execution.exit_code == 0 and record.execution.environment == {"UCX_TLS": "tcp"}
     assert record.facts() == {"slurm_job_id": "42", "slurm_step_id": "0", "slurm_partition": "debug",
                               "slurm_nodes": "node[1-2]"}
@@ -139,10 +139,10 @@ def test_each_case_under_its_own_limit_and_ended_cases_skipped(tmp_path):
     (tmp_path / "done" / "exit").write_text("0 1700000000.5\n")
     proc = _run_script(render_script("job", 1, tmp_path / "job.out", cases, SlurmEntry()), tmp_path)
     assert proc.returncode == 0, proc.stderr
-    hang = read_case(tmp_path / "hang", {})
+    hang = read_case(tmp_path / "hang", {}, 1)
     assert hang.execution.timed_out and hang.execution.exit_code is None
     assert not output.exists()
-    fails = read_case(tmp_path / "fails", {})
+    fails = read_case(tmp_path / "fails", {}, 10)
     assert fails.execution.exit_code == 3 and fails.execution.stderr == "oops\n"
     # the batch node's steal time and runnable processes around the case, as the local launcher records them
     assert {"runnable_before", "runnable_after", "steal_ticks", "steal_share"} <= set(fails.execution.facts)
@@ -152,8 +152,21 @@ def test_each_case_under_its_own_limit_and_ended_cases_skipped(tmp_path):
 
 def test_a_case_without_exit_file_has_not_ended(tmp_path):
     (tmp_path / "started").write_text("7 0 1700000000.0 debug node1\n")
-    assert read_case(tmp_path, {}) is None
+    assert read_case(tmp_path, {}, 60) is None
     assert started(tmp_path).job_id == "7"
+
+
+def test_a_step_srun_killed_at_once_is_a_failure_not_a_timeout(tmp_path):
+    """srun ends a step with 137 when it killed the other tasks of a rank that aborted (--kill-on-bad-exit):
+    the status `timeout` gives when its limit ended a case, but after 0.2 s of a 60 s limit."""
+    (tmp_path / "started").write_text("94 20 1700000000.2 debug node[1-2]\n")
+    (tmp_path / "stderr").write_text("Fatal error in internal_Init\nsrun: error: node1: task 0: Killed\n")
+    (tmp_path / "exit").write_text("137 1700000000.4\n")
+    aborted = read_case(tmp_path, {}, 60).execution
+    assert not aborted.timed_out and aborted.exit_code == 137
+    (tmp_path / "exit").write_text("137 1700000070.3\n")  # killed 10 s after the TERM at 60 s
+    hung = read_case(tmp_path, {}, 60).execution
+    assert hung.timed_out and hung.exit_code is None
     assert started(tmp_path / "nowhere") is None
 
 

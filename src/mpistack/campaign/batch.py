@@ -213,7 +213,7 @@ class BatchRun:
         """Record every open case whose `exit` file is there; True when there was one."""
         collected = False
         for label, item in list(self.open.items()):
-            ended = read_case(item.directory, item.env)
+            ended = read_case(item.directory, item.env, self.context.campaign.timeout)
             if ended is None:
                 continue
             facts = {**ended.facts(), "attempt": str(item.submissions)}

@@ -154,7 +154,7 @@ def read_batch_probe(campaign: str, case: Case, resources: Resources, directory:
         launch = plan_probe(campaign, case, resources)
     except Refused as refused:
         return failed(mpi, f"refused: {refused}")
-    ended = read_case(directory, launch.env) if directory is not None else None
+    ended = read_case(directory, launch.env, PROBE_TIMEOUT) if directory is not None else None
     if ended is None:
         return failed(mpi, "the job's probe step left no exit status")
     return evidence(mpi, launch, ended.execution)

@@ -16,8 +16,12 @@ from typing import Protocol
 from . import machine
 from .base import Execution, captured_outputs, recorded_environment
 
-#: exit statuses of `timeout`: the case's own limit ended it
+#: exit statuses of `timeout` when the case's own limit ended it; 137 is also what srun returns for a step whose
+#: tasks it killed itself (--kill-on-bad-exit after one rank aborted), so a case is timed out only when it ran
+#: for its limit
 TIMEOUT_STATUSES = frozenset({124, 137})
+#: seconds short of the limit that still count as having run for it (`timeout` starts after the clock is read)
+LIMIT_SLACK = 0.5
 #: job states after which nothing of the job runs any more (squeue %T, sacct State)
 ENDED_STATES = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
                           "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"})
@@ -91,17 +95,19 @@ def started(directory: Path) -> Start | None:
     return Start(job, step, _timestamp(when), partition, nodes.strip())
 
 
-def read_case(directory: Path, env: dict[str, str]) -> CaseRecord | None:
-    """The Execution of a case whose `exit` file is written; None while it has not ended."""
+def read_case(directory: Path, env: dict[str, str], limit: float) -> CaseRecord | None:
+    """The Execution of a case whose `exit` file is written (`limit`: the seconds it was given); None while it has
+    not ended."""
     try:
         status, finished = (directory / "exit").read_text().split()
     except (OSError, ValueError):
         return None
     start = started(directory)
     code = int(status)
-    timed_out = code in TIMEOUT_STATUSES
+    began, ended = start.time if start else _timestamp(finished), _timestamp(finished)
+    timed_out = code in TIMEOUT_STATUSES and (ended - began).total_seconds() >= limit - LIMIT_SLACK
     execution = Execution(exit_code=None if timed_out else code, timed_out=timed_out, interrupted=False,
-                          started=start.time if start else _timestamp(finished), finished=_timestamp(finished),
+                          started=began, finished=ended,
                           environment=recorded_environment(env), **captured_outputs(directory),
                           facts=machine.facts(machine.sample(directory / "stat-before"),
                                               machine.sample(directory / "stat-after")))  # the batch node's
