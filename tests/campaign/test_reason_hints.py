@@ -29,3 +29,23 @@ ENGINE_FAILED = ('time="2026-11-29T02:07:24Z" level=error msg="Removing containe
 def test_a_container_engines_log_line_gives_way_to_its_error():
     outcome = classify(execution(exit_code=126, stderr=ENGINE_FAILED), Parsed(runs=[]), 60)
     assert outcome.message.splitlines()[0].startswith("exit status 126: Error: container create failed")
+
+
+# what srun 22.05 printed on the demo cluster for two Charliecloud ranks in separate user namespaces, one of which
+# aborted in MPI_Init (the step ended 137 after 0.2 s)
+SRUN_ABORTED = ("srun: cluster configuration lacks support for cpu binding\n"
+                "srun: Job step aborted: Waiting up to 7 seconds for job step to finish.\n"
+                "Abort(876203535) on node 0 (rank 0 in comm 0): Fatal error in internal_Init: Other MPI error, "
+                "error stack:\n"
+                "srun: error: node1: task 0: Killed\n")
+
+
+def test_srun_notes_on_the_step_give_way_to_the_ranks_complaint():
+    outcome = classify(execution(exit_code=137, stderr=SRUN_ABORTED), Parsed(runs=[]), 60)
+    assert outcome.message.splitlines()[0].startswith("exit status 137: Abort(876203535) on node 0")
+
+
+def test_srun_notes_alone_are_still_the_reason():
+    only = "srun: error: node1: task 0: Killed\n"
+    outcome = classify(execution(exit_code=137, stderr=only), Parsed(runs=[]), 60)
+    assert outcome.message.splitlines()[0] == "exit status 137: srun: error: node1: task 0: Killed"

@@ -29,6 +29,10 @@ _CHATTER = ("UCX  INFO", "UCX  DIAG", "mca: base:", "select:", "==== ")
 # a container engine's log line (podman's logrus: `time="..." level=error msg="Removing container ..."`): what the
 # engine did about a failure, written before its own `Error: ...` line, which says the failure
 _ENGINE_LOG = re.compile(r'^time="[^"]*" level=\w+ msg=')
+# srun's notes on the step (a warning about its binding, then what it did once a rank failed: aborting the step,
+# signalling it, each task killed): printed before and around the rank's own complaint, never its cause
+_SRUN_AFTERMATH = re.compile(r"^srun: (cluster configuration lacks support for cpu binding|Job step aborted|"
+                             r"launch/slurm: _step_signal|error: \S+: tasks? [\d,-]+: (Killed|Exited with exit code))")
 
 
 def meaningful_lines(text: str) -> Iterator[str]:
@@ -45,10 +49,11 @@ def meaningful_lines(text: str) -> Iterator[str]:
 
 
 def first_reason(stderr: str) -> str | None:
-    """The first meaningful line of `stderr` that is not a container engine's log line (unless there is no
-    other); None when there is none."""
+    """The first meaningful line of `stderr` that is not a container engine's log line nor srun's note on the
+    step (unless there is no other); None when there is none."""
     lines = list(meaningful_lines(stderr))
-    text = next((line for line in lines if not _ENGINE_LOG.match(line)), lines[0] if lines else None)
+    text = next((line for line in lines if not _ENGINE_LOG.match(line) and not _SRUN_AFTERMATH.match(line)),
+                lines[0] if lines else None)
     if text is None or len(text) <= REASON_LIMIT:
         return text
     return text[:REASON_LIMIT - 1] + "…"
