@@ -111,6 +111,38 @@ MESSAGES = [
                                        "(required by /host/openmpi/lib/libmpi.so.40)"),
     ("ompi-ob1-match-during-init", "[node2:01234] Failing at address: 0xe0\n[node2:01234] [ 1] /opt/mpi/lib/"
                                    "libmpi.so.40(mca_pml_ob1_recv_frag_callback_match+0x7e)[0x7f54e68c1f2e]"),
+    # variants and causes of the held-out outputs (tests/doctor/heldout, each file's thread in test_heldout.py)
+    ("prrte-oob-unexpected-peer", "[r33c1t6n2:1269599] [prterun-r33c1t5n1-1702153@0,5] tcp_peer_recv_connect_ack: "
+                                  "received unexpected process identifier [prterun-r33c1t5n1-1702153@0,5] from "
+                                  "[prterun-r33c1t5n1-1702153@0,0]"),
+    ("ompi-tcp-peer-of-another-job", "[er-head][[56247,2],5][btl_tcp_endpoint.c:668:mca_btl_tcp_endpoint_recv_"
+                                     "connect_ack] received unexpected process identifier: got [[56247,2],0] "
+                                     "expected [[56247,1],0]"),
+    ("ompi-component-not-found", "A requested component was not found, or was unable to be opened.  This\nmeans that "
+                                 "this component is either not installed or is unable to be\nused on your system\n\n"
+                                 "Host:      node001\nFramework: pml\nComponent: ucx"),
+    ("ompi-component-not-found", "We were unable to find any usable plugins for the BFROPS framework. This PMIx"),
+    ("ompi-component-not-found", "No components were able to be opened in the pml framework."),
+    ("ucx-transports-unavailable", "[1705555968.594314] [c204-009:189455:0]     ucp_context.c:1081 UCX  WARN  "
+                                   "transports 'knem','dc_x','rc' are not available, please use one or more of: mm, "
+                                   "posix, self, shm, sm, sysv, tcp"),
+    ("ompi-shmem-file-not-created", "[host:45163] shmem: mmap: an error occurred while determining whether or not "
+                                    "/tmp/ompi.yv.1001/jf.0/3074883584/sm_segment.yv.1001.b7470000.0 could be "
+                                    "created."),
+    ("ompi-shmem-file-not-created", "[nid200472:383798] create_and_attach: unable to create shared memory BTL "
+                                    "coordinating structure :: size 134217728"),
+    ("pmix-version-skew", "[nid200472:383789] PMIX ERROR: UNPACK-INADEQUATE-SPACE in file base/gds_base_fns.c at line "
+                          "268"),
+    ("ompi-component-not-loaded", "[capeta:97965] mca_base_component_repository_open: unable to open mca_mpool_grdma: "
+                                  "/usr/local/lib/openmpi/mca_mpool_grdma.so: Undefined symbol "
+                                  "\"mca_mpool_base_page_size\" (ignored)"),
+    ("ucx-mm-connect-failed", "[1662593980.908446] [pg0-4:25595:0]  mm_posix.c:207  UCX  ERROR   open(file_name="
+                              "/proc/25599/fd/35 flags=0x0) failed: No such file or directory"),
+    ("nccl-shm-too-small", "Last error:\nError while creating shared memory segment /dev/shm/nccl-pZafXL (size "
+                           "7340384)"),
+    ("ompi-no-slurm-pmi", 'The application appears to have been direct launched using "srun",\n'
+                          "but OMPI was not built with SLURM support. This usually happens\n"
+                          "when OMPI was not configured --with-slurm and we weren't able"),
 ]
 
 
@@ -131,6 +163,31 @@ def test_every_signature_is_exercised_and_cites_a_public_source():
 def test_errno_1_and_errno_14_are_told_apart():
     assert {hit.signature.id for hit in match("Read -1, expected 4096, errno = 14")} == {"not-cuda-aware"}
     assert {hit.signature.id for hit in match("Read -1, expected 4096, errno = 1")} == {"cma-read-eperm"}
+
+
+@pytest.mark.parametrize("message, expected, not_claimed", [
+    # the daemons' out-of-band TCP, not the ranks' BTL: its fix is another setting
+    ("[n2:1269599] [prterun-n1-1702153@0,5] tcp_peer_recv_connect_ack: received unexpected process identifier "
+     "[prterun-n1-1702153@0,5] from [prterun-n1-1702153@0,0]", "prrte-oob-unexpected-peer", "ompi-tcp-unexpected-peer"),
+    # a spawned job's rank taken for the parent's: not a question of interfaces
+    ("[h][[56247,2],5][btl_tcp_endpoint.c:668:mca_btl_tcp_endpoint_recv_connect_ack] received unexpected process "
+     "identifier: got [[56247,2],0] expected [[56247,1],0]", "ompi-tcp-peer-of-another-job", "ompi-tcp-unexpected-peer"),
+    # the same job on both sides: the interfaces
+    ("[h][[56247,1],5][btl_tcp_endpoint.c:668:mca_btl_tcp_endpoint_recv_connect_ack] received unexpected process "
+     "identifier: got [[56247,1],0] expected [[56247,1],3]", "ompi-tcp-unexpected-peer", "ompi-tcp-peer-of-another-job"),
+    # an unpack failure reported from the data store's file is a version skew, not a lock of the data store
+    ("[nid2:3837] PMIX ERROR: UNPACK-INADEQUATE-SPACE in file dstore_base.c at line 2624", "pmix-version-skew",
+     "pmix-gds-dstore"),
+    # transports that are missing, with others left: no claim that UCX found none
+    ("UCX  WARN  transports 'knem','rc' are not available, please use one or more of: posix, sysv, tcp",
+     "ucx-transports-unavailable", "ucx-tls-empty"),
+    # PMIx's security framework keeps its own advice
+    ("A requested component was not found, or was unable to be opened. Host: n1 Framework: psec Component: munge",
+     "pmix-psec", "ompi-component-not-found"),
+])
+def test_a_message_is_told_from_its_look_alike(message, expected, not_claimed):
+    found = {hit.signature.id for hit in match(message)}
+    assert expected in found and not_claimed not in found, found
 
 
 def test_an_ordinary_output_matches_nothing():

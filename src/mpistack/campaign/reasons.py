@@ -18,6 +18,8 @@ REASON_LIMIT = 300
 
 # `[proxy:0:0@vm]`, `[vm:12345]`, `[1700000000.123] ` and the like, anywhere in a line
 _TAG = re.compile(r"\[(?:proxy|mpiexec|mpirun|[\w.-]+:\d+|[\d.:]+)[^\]\n]*\]\s*")
+# Open MPI's prefix of a rank's report: `[host][[jobid,job],rank][file.c:line:function] `
+_RANK_PREFIX = re.compile(r"^\[[\w.-]+\]\[\[\d+,\d+\],\d+\]")
 # the reporting function and its source location: `HYDU_create_process (utils/launch/launch.c:73): `
 _LOCATION = re.compile(r"^\w+ \([\w./-]+:\d+\):\s*")
 # a line made only of frame characters, or a line inside MPICH's `=   BAD TERMINATION ...` banner
@@ -40,7 +42,7 @@ def meaningful_lines(text: str) -> Iterator[str]:
     for line in text.splitlines():
         if any(chatter in line for chatter in _CHATTER):
             continue
-        kept = _TAG.sub("", line).strip()
+        kept = _TAG.sub("", _RANK_PREFIX.sub("", line.strip())).strip()
         while (stripped := _LOCATION.sub("", kept)) != kept:
             kept = _TAG.sub("", stripped).strip()
         if not kept or _FRAME.match(kept) or _BANNER.match(kept):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..cache import UnsafePath, open_regular_file
 from ..parsers import MessageLines, ParsedRun, ParseError, parse_output
-from ..parsers.launcher_messages import abort_line, detail_line, looks_like_message
+from ..parsers.launcher_messages import abort_line, detail_line, generic_failure, looks_like_message
 from ..parsers.model import VALIDATION_NAMES
 from ..spec.provenance import Provenance
 from .model import Finding, diagnose
@@ -121,17 +121,26 @@ def diagnose_file(reading: FileReading) -> list[Finding]:
 
 def unrecognised(messages: list[str], bank=None) -> list[str]:
     """The messages that read like warnings or errors and match no signature of the bank and no launcher abort
-    line (those say how the job ended), first line of each, in order."""
+    line (those say how the job ended), first line of each, in order. An MPI library's generic words that a call
+    failed are left out too when a known problem among the messages says why; with none, they are all there is
+    to read and are listed."""
     bank = bank if bank is not None else shipped_bank()
+    known = [(message, [signature for signature in bank if _matches(signature, message)]) for message in messages]
+    explained = any(signature.verdict == "problem" for _message, signatures in known for signature in signatures)
     left = []
-    for message in messages:
+    for message, signatures in known:
         lines = message.splitlines()
-        flat = " ".join(lines)
-        if any(signature.pattern.search(flat) or any(signature.pattern.search(line) for line in lines)
-               for signature in bank) or any(abort_line(line) for line in lines):
+        if signatures or any(abort_line(line) for line in lines):
             continue  # a known message, or the launcher's words on how the job ended
+        if explained and all(generic_failure(line) for line in lines if looks_like_message(line)):
+            continue  # the library's banner that MPI_Init failed, below the known message saying why
         shown = next((line for line in lines if looks_like_message(line) and not abort_line(line)
                       and not detail_line(line) and not _NOTES.search(line)), None)
         if shown is not None:
             left.append(shown)
     return left
+
+
+def _matches(signature, message: str) -> bool:
+    lines = message.splitlines()
+    return bool(signature.pattern.search(" ".join(lines)) or any(signature.pattern.search(line) for line in lines))

@@ -31,6 +31,25 @@ _DETAIL_PATTERNS = [
 MAX_MESSAGES = 12  # srun prints one line per failed task: keep the first few
 
 
+# What an MPI library prints whenever MPI_Init (or a call) fails, whatever the cause: Open MPI's `*** An error
+# occurred in MPI_Init ...` block and its 'It looks like MPI_INIT failed' frame, MPI_ABORT's frame, MPICH's
+# `Fatal error in PMPI_Init: Other MPI error, error stack:`, the stack's first line restating the call and its last
+# relaying UCX's status, PyTorch's report of an NCCL error. They say that the job failed, not why.
+_GENERIC_FAILURE = re.compile(
+    r"^(?:\[[^\]]*\]\s*)*(?:\*\*\* (?:An error occurred in \w+|on a NULL communicator|reported by process|"
+    r"on communicator|MPI_ERRORS_ARE_FATAL|\s*and potentially your MPI job|Unknown error|MPI_ERR_\w+)|"
+    r"Local abort (?:before|after) MPI_INIT completed|(?:Abort\(-?\d+\)[^:]*: )?Fatal error in \w+: [^:]*error stack|"
+    r"\w+\(\d+\)\.*: MPI_\w+\(.*\) failed$|MPI_ABORT was invoked on rank|"
+    r"It looks like (?:MPI_INIT|MPI_Init_thread|orte_init|opal_init|ompi_mpi_init) failed for some reason|"
+    r"\w+\(\d+\)\.*:\s+ucx function returned with failed status|"  # MPICH relaying UCX's status code
+    r"\S*DistBackendError: NCCL error in: |ncclSystemError: |Last error:$)")  # PyTorch relaying NCCL's
+
+
+def generic_failure(line: str) -> bool:
+    """True for an MPI library's words that a call failed which say nothing of why (its abort banners)."""
+    return bool(_GENERIC_FAILURE.match(line))
+
+
 def abort_line(line: str) -> bool:
     """True for a line that says the job was aborted or a process ended abnormally."""
     return any(pattern.match(line) for pattern in _ABORT_PATTERNS)
@@ -53,8 +72,8 @@ _MESSAGE_WORDS = re.compile(
 # since its sentences run over several lines
 _FRAME = re.compile(r"^-{20,}\s*$")
 # what launchers put before each line of a rank's output: srun --label ('0: '), mpirun --tag-output
-# ('[1,0]<stderr>:')
-_RANK_LABEL = re.compile(r"^(?:\d{1,7}:\s|\[\d+,\d+\]<(?:stdout|stderr)>:\s?)")
+# ('[1,0]<stderr>:'); a labelled empty line of a help frame is the label alone ('0:')
+_RANK_LABEL = re.compile(r"^(?:\d{1,7}:(?:\s|$)|\[\d+,\d+\]<(?:stdout|stderr)>:\s?)")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # a row of a benchmark's table (a size, figures, Pass or Fail): never a message, though 'Fail' is a message's word

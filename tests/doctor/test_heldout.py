@@ -1,0 +1,202 @@
+"""`mpistack doctor FILE` on outputs users posted in public threads that the signatures were not written from
+(tests/doctor/heldout: each file written from the thread named beside it, hosts, paths and pids as there or
+changed, the launcher's and libraries' noise kept): the cause named, and nothing claimed that the thread
+contradicts; an MPI library's generic abort banner left out only where a known problem says why; the same
+findings after `mpistack ingest` and `doctor --run N`; a Slingshot system's file at TCP class read --like a
+shipped reference; every line of the terminal output within 80 columns."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from mpistack.doctor.files import diagnose_file, read_file, unrecognised
+from tests.helpers import MPISTACK, plain_environment
+
+HELD_OUT = Path(__file__).with_name("heldout")
+
+# file: (its public source, the findings (rule, title) it must give and no other, the lines it must list as
+# unrecognised and no other)
+CASES = {
+    # ranks in different user namespaces: UCX's posix proc link, then the FIFO; Open MPI's MPI_Init banner below
+    "ucx_proc_link_apptainer.out": (
+        "https://github.com/openucx/ucx/pull/9213",
+        {("run-signatures", "ucx-posix-proc-link-denied"), ("run-signatures", "ucx-mm-connect-failed")}, []),
+    # the peer's /proc link gone (not refused): the FIFO failure, no claim of namespaces
+    "ucx_proc_link_gone_hpl.out": (
+        "https://github.com/openucx/ucx/issues/8511", {("run-signatures", "ucx-mm-connect-failed")}, []),
+    # PMIx version skew, with PMIx's long source paths, above a latency table that still ran
+    "pmix_skew_unpack_inadequate.out": (
+        "https://github.com/openpmix/openpmix/issues/2948", {("run-signatures", "pmix-version-skew")}, []),
+    # podman-hpc: the skew's unpack errors (one from the data store's file) and Open MPI's shared-memory file
+    "podman_hpc_pmix_dstore.out": (
+        "https://github.com/open-mpi/ompi/issues/12146",
+        {("run-signatures", "pmix-version-skew"), ("run-signatures", "ompi-shmem-file-not-created"),
+         ("output-ended", "the test did not finish")}, []),
+    # the gds ds12 lock, one copy glued to the program's own output
+    "pmix_ds12_lock_interleaved.out": (
+        "https://github.com/openpmix/openpmix/issues/1716",
+        {("run-signatures", "pmix-gds-ds12"), ("output-ended", "the test did not finish")}, []),
+    # the TCP BTL meeting foreign interfaces (AWS EFA nodes), cut by Slurm's time limit
+    "ompi_tcp_unexpected_efa.out": (
+        "https://github.com/open-mpi/ompi/issues/9858", {("run-signatures", "ompi-tcp-unexpected-peer")},
+        ["slurmstepd: error: *** JOB 4121 ON c-96-4-worker0001 CANCELLED AT 2021-12-20T09:14:02 DUE TO TIME LIMIT"
+         " ***"]),
+    # the same words from PRRTE's daemons: their own interface setting, not the BTL's
+    "prrte_oob_unexpected.out": (
+        "https://github.com/openpmix/prrte/issues/1389", {("run-signatures", "prrte-oob-unexpected-peer")}, []),
+    # a spawned job's rank: a defect, not interfaces
+    "ompi_tcp_unexpected_spawn.out": (
+        "https://github.com/open-mpi/ompi/issues/12115", {("run-signatures", "ompi-tcp-peer-of-another-job")}, []),
+    # components that cannot load: PMIx's, by undefined symbols, then the framework left empty
+    "pmix_component_undefined_symbol.out": (
+        "https://github.com/open-mpi/ompi/issues/5782",
+        {("run-signatures", "ompi-component-not-loaded"), ("run-signatures", "ompi-component-not-found")}, []),
+    # FreeBSD's loader says 'Undefined symbol "..."'; the test still ran
+    "ompi_component_freebsd_undefined.out": (
+        "https://github.com/open-mpi/ompi/issues/3479", {("run-signatures", "ompi-component-not-loaded")}, []),
+    # osu_bw asked for pml ucx that the installation cannot open, under the openib frame and MPI_INIT's
+    "ucx_pml_component_not_found_osu.out": (
+        "https://github.com/openucx/ucx/issues/8440", {("run-signatures", "ompi-component-not-found")}, []),
+    # an ABI mismatch seen as a symbol lookup error, inside a test runner's output
+    "python_symbol_lookup_mca.out": (
+        "https://github.com/BhallaLab/moose-core/issues/31", {("run-signatures", "abi-undefined-symbol")},
+        ["2/5 Test #2: pymoose-test-synchan .............***Failed    0.10 sec"]),
+    # Open MPI 4 under srun without Slurm's PMI: srun --label's '0: ' on every line of the frame
+    "ompi_no_slurm_pmi_labelled.out": (
+        "https://github.com/clusterinthecloud/ansible/issues/24", {("run-signatures", "ompi-no-slurm-pmi")}, []),
+    # the same after PMI2_Init failed, with an unrelated srun complaint that stays listed
+    "ompi_no_slurm_pmi_pmi2.out": (
+        "https://github.com/ArjunaCluster/ArjunaUsers/issues/172",
+        {("run-signatures", "ompi-no-slurm-pmi"), ("run-signatures", "pmi2-init-failed")},
+        ["srun: error: spank: x11.so: Plugin file not found"]),
+    # the other wording ('not built with SLURM support')
+    "ompi5_srun_no_slurm_support.out": (
+        "https://nvidia.github.io/TensorRT-LLM/installation/linux.html",
+        {("run-signatures", "ompi-no-slurm-pmi")}, []),
+    # /dev/shm too small: NCCL under Kubeflow, and NCCL's words relayed by PyTorch ('Last error:')
+    "nccl_shm_kubeflow.out": (
+        "https://github.com/NVIDIA/nccl/issues/525", {("run-signatures", "nccl-shm-too-small")}, []),
+    "nccl_shm_torch_last_error.out": (
+        "https://github.com/fal-ai-community/video-diffusion-speedrun/issues/2",
+        {("run-signatures", "nccl-shm-too-small")}, []),
+    # MPICH over UCX in a Kubernetes pod's 24 MB /dev/shm: MPICH's error stack around UCX's status
+    "mpich_ucx_shm_kubernetes.out": (
+        "https://github.com/pmodels/mpich/issues/7321", {("run-signatures", "ucx-worker-no-resource")}, []),
+    # Open MPI's shared-memory backing file that could not be created, above a table that ran
+    "ompi_shmem_mmap_not_created.out": (
+        "https://github.com/open-mpi/ompi/issues/12784", {("run-signatures", "ompi-shmem-file-not-created")}, []),
+    # missing fabric providers: MPICH's fi_getinfo with -61, and its later wording 'failure'
+    "mpich_ofi_getinfo_nodata.out": (
+        "https://github.com/pmodels/mpich/issues/6336", {("run-signatures", "mpich-find-provider")}, []),
+    "mpich_ofi_getinfo_failure_singleton.out": (
+        "https://github.com/pmodels/mpich/issues/6612", {("run-signatures", "mpich-find-provider")},
+        ["Error: Process completed with exit code 143."]),
+    # UCX with no transport left, after the transports it was asked for were missing
+    "ucx_no_usable_transports.out": (
+        "https://github.com/openucx/ucx/issues/9610",
+        {("run-signatures", "ucx-tls-empty"), ("run-signatures", "ucx-transports-unavailable")}, []),
+    # an OSU table among srun's queueing notes: read, nothing claimed
+    "osu_allreduce_srun_noise.out": ("https://github.com/apptainer/apptainer/issues/1227", set(), []),
+    # a failure no signature explains: MPICH's whole error stack stays listed, its banner included
+    "mpich_ucx_shared_memory_sandbox.out": (
+        "https://github.com/NVIDIA/OpenShell/issues/3019", {("output-ended", "the test did not finish")},
+        ["Abort(404899215): Fatal error in internal_Init_thread: Other MPI error, error stack:",
+         "internal_Init_thread(71).: MPI_Init_thread(argc=(nil), argv=(nil), required=3, provided=0x7ffda19f22f8) "
+         "failed",
+         "MPIDI_UCX_init_worker(86):  ucx function returned with failed status(ucx_init.c 86 MPIDI_UCX_init_worker "
+         "Shared memory error)"]),
+    # a Slingshot system's inter-node bandwidth at TCP class (CSCS's MPICH image without the CXI hook)
+    "slingshot_osu_bw_tcp_class.out": (
+        "https://docs.cscs.ch/software/container-engine/resource-hook/", set(),
+        ["srun: warning: can't honor --ntasks-per-node set to 1 which doesn't match the requested tasks 2 with the "
+         "number of requested nodes 2. Ignoring --ntasks-per-node."]),
+}
+
+
+def test_every_held_out_file_has_its_case():
+    assert sorted(CASES) == sorted(path.name for path in HELD_OUT.glob("*.out"))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_cause_is_named_and_nothing_else_claimed(name):
+    _source, findings, left = CASES[name]
+    reading = read_file(str(HELD_OUT / name))
+    assert {(finding.rule, finding.title) for finding in diagnose_file(reading)} == findings
+    assert unrecognised(reading.messages.messages) == left
+
+
+def doctor(*args, columns: str = "80", db: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*MPISTACK, *(("--db", str(db)) if db else ()), "doctor", *map(str, args)],
+                          capture_output=True, text=True, env={**plain_environment(), "COLUMNS": columns}, timeout=300)
+
+
+def test_all_at_once_at_80_columns_with_json_fields():
+    files = sorted(HELD_OUT.glob("*.out"))
+    text = doctor(*files)
+    assert text.returncode == 1 and "Traceback" not in text.stderr
+    # every line fits, but a word that cannot be broken (a URL, a long path)
+    assert [line for line in text.stdout.splitlines() if len(line) > 80 and " " in line.strip()] == []
+    document = json.loads(doctor(*files, "--json").stdout)
+    assert document["findings"]
+    for finding in document["findings"]:
+        assert all(finding[key] for key in ("rule", "title", "meaning", "fix", "source")), finding
+
+
+def _ingested_run(db: Path, path: Path) -> str:
+    ingest = subprocess.run([*MPISTACK, "--db", str(db), "ingest", str(path), "-t", "system=x", "-t",
+                             "approach=container"], capture_output=True, text=True, env=plain_environment(),
+                            timeout=300)
+    assert ingest.returncode == 0, ingest.stderr
+    return ingest.stderr.split("(run ")[1].split(")")[0]
+
+
+@pytest.mark.parametrize("name", ["ucx_proc_link_apptainer.out", "ompi_tcp_unexpected_spawn.out",
+                                  "mpich_ucx_shm_kubernetes.out", "ompi_component_freebsd_undefined.out",
+                                  "ompi_no_slurm_pmi_labelled.out", "nccl_shm_torch_last_error.out",
+                                  "mpich_ucx_shared_memory_sandbox.out"])
+def test_after_ingest_doctor_run_gives_the_same_findings(tmp_path, name):
+    path = HELD_OUT / name
+    from_file = json.loads(doctor(path, "--json").stdout)
+    run = _ingested_run(tmp_path / "s.db", path)
+    stored = doctor("--run", run, "--json", db=tmp_path / "s.db")
+    key = lambda findings: sorted((f["rule"], f["verdict"], f["title"], f["fix"], f["source"])  # noqa: E731
+                                  for f in findings)
+    assert key(json.loads(stored.stdout)["findings"]) == key(from_file["findings"])
+    assert from_file["findings"]
+    shown = doctor("--run", run, db=tmp_path / "s.db", columns="400").stdout
+    for line in from_file["files"][0]["unrecognised"]["lines"]:
+        assert line in shown
+
+
+def test_a_slingshot_file_at_tcp_class_is_called_so_with_both_figures():
+    result = doctor(HELD_OUT / "slingshot_osu_bw_tcp_class.out", "--like", "ref:alps-gh200-mpich-ce", "--json")
+    assert result.returncode == 1
+    finding = next(f for f in json.loads(result.stdout)["findings"] if f["rule"] == "like-reference")
+    assert finding["title"].startswith("TCP-class bandwidth: 1280 MB/s at 4 MiB against 24008 MB/s")
+    assert finding["evidence"]["figure"] == "1280 MB/s at 4 MiB"
+    assert finding["evidence"]["reference_figure"].startswith("24008 MB/s at 4 MiB")
+
+
+def test_an_unreadable_file_is_one_line_beside_the_others():
+    # (a directory of its own that any account may enter: pytest's are its owner's alone)
+    with tempfile.TemporaryDirectory() as name:
+        directory = Path(name)
+        directory.chmod(0o755)
+        locked = directory / "locked.out"
+        locked.write_text((HELD_OUT / "nccl_shm_kubeflow.out").read_text())
+        locked.chmod(0)
+        # root reads any file: the command then runs as an ordinary account, as a user would meet it
+        command = [*MPISTACK, "doctor", str(locked), str(directory / "missing.out")]
+        if os.geteuid() == 0:
+            command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command]
+        result = subprocess.run(command, capture_output=True, text=True,
+                                env={**plain_environment(), "COLUMNS": "200"}, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert f"not read: {locked}: cannot read: Permission denied" in result.stdout
+    assert f"not read: {directory / 'missing.out'}: cannot read: No such file or directory" in result.stdout
