@@ -111,6 +111,13 @@ CASES = {
          "failed",
          "MPIDI_UCX_init_worker(86):  ucx function returned with failed status(ucx_init.c 86 MPIDI_UCX_init_worker "
          "Shared memory error)"]),
+    # lines as users paste them: UCX's proc-link refusal (openucx/ucx issue 4224) and a component that cannot load
+    # (BirolLab/abyss issue 175) wrapped at a terminal's width, PMIx's skew behind a log collector's timestamp and
+    # mpirun --tag-output's label: each known across its two lines, none left unrecognised
+    "wrapped_and_prefixed.out": (
+        "https://github.com/openucx/ucx/issues/4224; https://github.com/BirolLab/abyss/issues/175",
+        {("run-signatures", "ucx-posix-proc-link-denied"), ("run-signatures", "pmix-version-skew"),
+         ("run-signatures", "ompi-component-not-loaded")}, []),
     # a Slingshot system's inter-node bandwidth at TCP class (CSCS's MPICH image without the CXI hook)
     "slingshot_osu_bw_tcp_class.out": (
         "https://docs.cscs.ch/software/container-engine/resource-hook/", set(),

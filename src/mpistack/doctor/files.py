@@ -125,7 +125,11 @@ def unrecognised(messages: list[str], bank=None) -> list[str]:
     failed are left out too when a known problem among the messages says why; with none, they are all there is
     to read and are listed."""
     bank = bank if bank is not None else shipped_bank()
-    known = [(message, [signature for signature in bank if _matches(signature, message)]) for message in messages]
+    # a message wrapped over two lines (a terminal's or a mail's width) is known when the two read together are
+    # (the bank matches a run's messages as one text, so its finding was made from both)
+    known = [(message, [signature for signature in bank if _matches(signature, message)
+                        or any(_spans(signature, *pair) for pair in _pairs(messages, index))])
+             for index, message in enumerate(messages)]
     explained = any(signature.verdict == "problem" for _message, signatures in known for signature in signatures)
     left = []
     for message, signatures in known:
@@ -139,6 +143,17 @@ def unrecognised(messages: list[str], bank=None) -> list[str]:
         if shown is not None:
             left.append(shown)
     return left
+
+
+def _pairs(messages: list[str], index: int) -> list[tuple[str, str]]:
+    """The message at ``index`` with the one before it and with the one after it."""
+    return [(messages[at], messages[at + 1]) for at in (index - 1, index) if 0 <= at and at + 1 < len(messages)]
+
+
+def _spans(signature, first: str, second: str) -> bool:
+    """True when the signature matches the two messages read as one, across the join (not in one of them alone)."""
+    joined = f"{first} {second}"
+    return any(hit.start() < len(first) < hit.end() - 1 for hit in signature.pattern.finditer(joined))
 
 
 def _matches(signature, message: str) -> bool:
