@@ -206,3 +206,10 @@ def test_a_malformed_bank_names_the_file_entry_and_field(tmp_path):
     path.write_text('[[signature]]\nid = "x"\nverdict = "problem"\npattern = "(a"\nmeaning = "m"\nfix = "f"\nsource = "s"\n')
     with pytest.raises(SignatureError, match="pattern is not a regular expression"):
         load_bank(path)
+
+
+def test_the_line_shown_drops_open_mpis_prefix_and_keeps_the_peers_names():
+    line = ("[er-head][[56247,2],5][btl_tcp_endpoint.c:668:mca_btl_tcp_endpoint_recv_connect_ack] received unexpected "
+            "process identifier: got [[56247,2],0] expected [[56247,1],0]")
+    (hit,) = match(line)
+    assert hit.line == "received unexpected process identifier: got [[56247,2],0] expected [[56247,1],0]"

@@ -16,8 +16,9 @@ from collections.abc import Iterator
 #: how much of a reason is kept in a summary line
 REASON_LIMIT = 300
 
-# `[proxy:0:0@vm]`, `[vm:12345]`, `[1700000000.123] ` and the like, anywhere in a line
-_TAG = re.compile(r"\[(?:proxy|mpiexec|mpirun|[\w.-]+:\d+|[\d.:]+)[^\]\n]*\]\s*")
+# `[proxy:0:0@vm]`, `[vm:12345]`, `[1700000000.123] ` and the like, anywhere in a line (not the inner bracket of
+# an Open MPI process name, `[[52336,1],9]`, which names a peer)
+_TAG = re.compile(r"(?<!\[)\[(?:proxy|mpiexec|mpirun|[\w.-]+:\d+|[\d.:]+)[^\]\n]*\]\s*")
 # Open MPI's prefix of a rank's report: `[host][[jobid,job],rank][file.c:line:function] `
 _RANK_PREFIX = re.compile(r"^\[[\w.-]+\]\[\[\d+,\d+\],\d+\]")
 # the reporting function and its source location: `HYDU_create_process (utils/launch/launch.c:73): `
