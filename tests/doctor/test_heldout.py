@@ -97,6 +97,24 @@ CASES = {
     "mpich_ofi_getinfo_failure_singleton.out": (
         "https://github.com/pmodels/mpich/issues/6612", {("run-signatures", "mpich-find-provider")},
         ["Error: Process completed with exit code 143."]),
+    # libfabric's efa provider with no device it may open (a Kubernetes pod's device cgroup); the shell's echo of
+    # the command (FI_LOG_LEVEL=warn) is not a message
+    "libfabric_efa_k8s_device_cgroup.out": (
+        "https://github.com/ofiwg/libfabric/issues/12708",
+        {("run-signatures", "fi-getinfo-nodata"), ("output-ended", "the test did not finish")},
+        ["libfabric:2211:1788291020::efa:ep_data:efa_device_construct_gid():47<warn> ibv_open_device failed! errno: 2",
+         "libfabric:2211:1788291020::efa:fabric:efa_device_list_initialize():302<warn> efa_device_construct_gid failed "
+         "for device_idx 0, err=-2"]),
+    # -61 from a utility provider (ofi_mrail) says nothing of the fabric: no provider finding; the failure's own
+    # lines stay listed
+    "libfabric_mrail_noise_efa_rma.out": (
+        "https://github.com/aws/libfabric/issues/3", {("output-ended", "the test did not finish")},
+        ["libfabric:72089:ofi_mrail:fabric:mrail_get_core_info():277<warn> OFI_MRAIL_ADDR_STRC env variable not set!",
+         "libfabric:72089:core:core:fi_getinfo_():889<warn> fi_getinfo: provider ofi_mrail returned -61 (No data "
+         "available)",
+         '[22:31:52] ./include/dmlc/logging.h:276: [22:31:52] src/./fabric_rma_van.h:659: Check failed: strcmp('
+         'ofi_provider_->fabric_attr->prov_name, "efa") == 0 couldn\'t get EFA as provider',
+         "terminate called after throwing an instance of 'dmlc::Error'"]),
     # UCX with no transport left, after the transports it was asked for were missing
     "ucx_no_usable_transports.out": (
         "https://github.com/openucx/ucx/issues/9610",

@@ -213,3 +213,23 @@ def test_the_line_shown_drops_open_mpis_prefix_and_keeps_the_peers_names():
             "process identifier: got [[56247,2],0] expected [[56247,1],0]")
     (hit,) = match(line)
     assert hit.line == "received unexpected process identifier: got [[56247,2],0] expected [[56247,1],0]"
+
+
+# Open MPI's help texts, printed between lines of dashes (the others are printed on lines of their own)
+HELP_TEXTS = {"cma-permission-denied", "shm-target-full", "pmix-psec", "ompi-no-slurm-pmi", "ompi-tcp-unexpected-peer",
+              "ompi-no-fabric-interface", "ompi-unreachable-peers", "ompi-component-not-found"}
+
+
+@pytest.mark.parametrize("expected, message", MESSAGES, ids=[f"{i}-{m[0]}" for i, m in enumerate(MESSAGES)])
+def test_each_message_survives_the_reading_of_an_output(expected, message):
+    """What `doctor FILE` and `ingest` keep of an output (lines that read like messages, help frames whole) still
+    carries each known message: a message the reading drops could never be recognised."""
+    from mpistack.parsers.launcher_messages import MessageLines
+
+    lines = message.splitlines()
+    if expected in HELP_TEXTS and "help message" not in message:
+        lines = ["-" * 74, *lines, "-" * 74]
+    kept = MessageLines()
+    for line in lines:
+        kept.feed(line + "\n")
+    assert expected in {hit.signature.id for hit in match("\n".join(kept.close().messages))}

@@ -30,6 +30,9 @@ from .signatures import shipped_bank
 STDIN = "-"
 # lines that read like errors and say nothing about one: Open MPI's note under aggregated help messages
 _NOTES = re.compile(r'Set MCA parameter "(?:orte|prte)_base_help_aggregate" to 0 to see all help')
+# the command a job ran, echoed by the shell (`set -x`'s `+ `) or pasted after a prompt: its options may read like
+# a message (FI_LOG_LEVEL=warn), but it says what was run, not what went wrong
+_COMMAND = re.compile(r"^(?:\++ |\$ |[\w.-]+@[\w.-]+:\S*[$#>] |\[[\w.-]+@[\w.-]+ [^\]]*\][$#] )")
 UNRECOGNISED_SHOWN = 5  # unrecognised messages listed by name; the rest are counted
 
 
@@ -139,7 +142,7 @@ def unrecognised(messages: list[str], bank=None) -> list[str]:
         if explained and all(generic_failure(line) for line in lines if looks_like_message(line)):
             continue  # the library's banner that MPI_Init failed, below the known message saying why
         shown = next((line for line in lines if looks_like_message(line) and not abort_line(line)
-                      and not detail_line(line) and not _NOTES.search(line)), None)
+                      and not detail_line(line) and not _NOTES.search(line) and not _COMMAND.match(line)), None)
         if shown is not None:
             left.append(shown)
     return left

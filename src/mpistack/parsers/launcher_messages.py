@@ -34,7 +34,8 @@ MAX_MESSAGES = 12  # srun prints one line per failed task: keep the first few
 # What an MPI library prints whenever MPI_Init (or a call) fails, whatever the cause: Open MPI's `*** An error
 # occurred in MPI_Init ...` block and its 'It looks like MPI_INIT failed' frame, MPI_ABORT's frame, MPICH's
 # `Fatal error in PMPI_Init: Other MPI error, error stack:`, the stack's first line restating the call and its last
-# relaying UCX's status, PyTorch's report of an NCCL error. They say that the job failed, not why.
+# relaying UCX's status, PyTorch's report of an NCCL error; a crashed rank's signal and backtrace. They say that the
+# job failed, and where, not why.
 _GENERIC_FAILURE = re.compile(
     r"^(?:\[[^\]]*\]\s*)*(?:\*\*\* (?:An error occurred in \w+|on a NULL communicator|reported by process|"
     r"on communicator|MPI_ERRORS_ARE_FATAL|\s*and potentially your MPI job|Unknown error|MPI_ERR_\w+)|"
@@ -42,7 +43,8 @@ _GENERIC_FAILURE = re.compile(
     r"\w+\(\d+\)\.*: MPI_\w+\(.*\) failed$|MPI_ABORT was invoked on rank|"
     r"It looks like (?:MPI_INIT|MPI_Init_thread|orte_init|opal_init|ompi_mpi_init) failed for some reason|"
     r"\w+\(\d+\)\.*:\s+ucx function returned with failed status|"  # MPICH relaying UCX's status code
-    r"\S*DistBackendError: NCCL error in: |ncclSystemError: |Last error:$)")  # PyTorch relaying NCCL's
+    r"\S*DistBackendError: NCCL error in: |ncclSystemError: |Last error:$|"  # PyTorch relaying NCCL's
+    r"Caught signal \d+|Signal: |Signal code: |Failing at address|\[\s*\d+\] \S+\(|\*\*\* End of error message)")
 
 
 def generic_failure(line: str) -> bool:
@@ -66,7 +68,11 @@ def detail_line(line: str) -> bool:
 _MESSAGE_WORDS = re.compile(
     r"\b(?:errors?|errno|warn(?:ing)?|fatal|abort(?:ed|ing)?|fail(?:ed|s|ure)?|denied|cannot|can not|unable|"
     r"not available|not found|no such|not permitted|segmentation|bus error|signal \d+|killed|unexpected|"
-    r"undefined symbol|out of memory|out-of-resource|mismatch|unsupported|refused|timed out|unreachable)\b",
+    r"undefined symbol|out of memory|out-of-resource|mismatch|unsupported|refused|timed out|(?:un)?reachable|"
+    # words of known messages printed on a line of their own, outside a help frame: libfabric's `fi_getinfo: -61
+    # (No data available)`, Open MPI's aggregated `N more processes have sent help message ...`, srun's `Job step
+    # creation temporarily disabled, retrying`, a crash's `Failing at address`
+    r"no data available|help message|retrying|failing at address)\b",
     re.IGNORECASE)
 # Open MPI's help texts (show_help) are framed by lines of dashes; a frame is kept whole, as one message on one line,
 # since its sentences run over several lines
@@ -77,6 +83,9 @@ _RANK_LABEL = re.compile(r"^(?:\d{1,7}:(?:\s|$)|\[\d+,\d+\]<(?:stdout|stderr)>:\
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # a row of a benchmark's table (a size, figures, Pass or Fail): never a message, though 'Fail' is a message's word
+# a frame of the backtrace Open MPI prints for a crashed rank (`[host:1234] [ 1] /lib/libmpi.so.40(symbol+0x7e)[0x7f..]`):
+# it names the function that crashed
+_BACKTRACE = re.compile(r"\[\s*\d+\] \S+\(\w+\+0x[0-9a-f]+\)")
 _TABLE_ROW = re.compile(r"^\d+(?:\s+(?:[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?|pass|fail))+$", re.IGNORECASE)
 _NUMBERS = re.compile(r"\d+")
 _OSU_TEST = re.compile(r"\bosu_([a-z_]+)\b")
@@ -97,7 +106,7 @@ def escaped(line: str) -> str:
 
 def looks_like_message(line: str) -> bool:
     """True for a line that reads like a warning or an error (a word such as error, warning, failed, denied)."""
-    return bool(_MESSAGE_WORDS.search(line)) and not _TABLE_ROW.match(line)
+    return bool(_MESSAGE_WORDS.search(line) or _BACKTRACE.search(line)) and not _TABLE_ROW.match(line)
 
 
 class MessageLines:
@@ -124,7 +133,7 @@ class MessageLines:
         # most lines of an output are a table's rows: outside a frame, a line without a message's word, a frame's
         # dashes or a test's name is passed over before it is cleaned
         if self._frame is None and not _MESSAGE_WORDS.search(raw) and "--" not in raw and "osu_" not in raw \
-                and "\x1b" not in raw:  # (a colour code may hide a word's start)
+                and "\x1b" not in raw and "+0x" not in raw:  # (a colour code may hide a word's start)
             return
         line = escaped(raw)
         if self.test is None and "osu_" in line and (named := _OSU_TEST.search(line)):
