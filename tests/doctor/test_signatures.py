@@ -131,6 +131,7 @@ MESSAGES = [
                                     "created."),
     ("ompi-shmem-file-not-created", "[nid200472:383798] create_and_attach: unable to create shared memory BTL "
                                     "coordinating structure :: size 134217728"),
+    ("ompi-shmem-file-not-created", "[nid200305:346908] WARNING: opal_path_df failure!"),
     ("pmix-version-skew", "[nid200472:383789] PMIX ERROR: UNPACK-INADEQUATE-SPACE in file base/gds_base_fns.c at line "
                           "268"),
     ("ompi-component-not-loaded", "[capeta:97965] mca_base_component_repository_open: unable to open mca_mpool_grdma: "
