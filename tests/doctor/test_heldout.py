@@ -75,8 +75,8 @@ CASES = {
         "https://github.com/ArjunaCluster/ArjunaUsers/issues/172",
         {("run-signatures", "ompi-no-slurm-pmi"), ("run-signatures", "pmi2-init-failed")},
         ["srun: error: spank: x11.so: Plugin file not found"]),
-    # the other wording ('not built with SLURM support')
-    "ompi5_srun_no_slurm_support.out": (
+    # the other wording Open MPI prints ('not built with SLURM support'), as the TensorRT-LLM guide quotes it
+    "ompi_srun_no_slurm_support.out": (
         "https://nvidia.github.io/TensorRT-LLM/installation/linux.html",
         {("run-signatures", "ompi-no-slurm-pmi")}, []),
     # /dev/shm too small: NCCL under Kubeflow, and NCCL's words relayed by PyTorch ('Last error:')
