@@ -75,6 +75,12 @@ CASES = {
         "https://github.com/ArjunaCluster/ArjunaUsers/issues/172",
         {("run-signatures", "ompi-no-slurm-pmi"), ("run-signatures", "pmi2-init-failed")},
         ["srun: error: spank: x11.so: Plugin file not found"]),
+    # srun --mpi=pmix into podman-hpc: the PMIx server unreachable from the container, which Open MPI reports as
+    # 'not built with SLURM's PMI support'; newer Slurm's 'Job N step creation temporarily disabled'
+    "podman_hpc_srun_pmix_unreachable.out": (
+        "https://github.com/open-mpi/ompi/issues/12146",
+        {("run-signatures", "pmix-server-unreachable"), ("run-signatures", "ompi-no-slurm-pmi"),
+         ("run-signatures", "step-creation-disabled")}, []),
     # the other wording Open MPI prints ('not built with SLURM support'), as the TensorRT-LLM guide quotes it
     "ompi_srun_no_slurm_support.out": (
         "https://nvidia.github.io/TensorRT-LLM/installation/linux.html",

@@ -53,6 +53,8 @@ MESSAGES = [
                   "with container's MPI library /usr/lib/libmpi.so.40."),
     ("pyxis-errors", "pyxis: [ERROR] Failed to refresh the dynamic linker cache"),
     ("step-creation-disabled", "srun: Job step creation temporarily disabled, retrying (Requested nodes are busy)"),
+    ("step-creation-disabled", "srun: Job 18952480 step creation temporarily disabled, retrying (Requested nodes are "
+                               "busy)"),
     ("ucx-tls-empty", "ucp_context.c:1102 UCX  ERROR The TLs list is empty. Please specify the transports"),
     # excerpts written from the public threads each new entry cites (pids, hosts and paths as there, or changed)
     ("ucx-posix-proc-link-denied", "[1688710000.495329] [c7:2019617:0]       mm_posix.c:195  UCX  ERROR open("
@@ -132,6 +134,9 @@ MESSAGES = [
     ("ompi-shmem-file-not-created", "[nid200472:383798] create_and_attach: unable to create shared memory BTL "
                                     "coordinating structure :: size 134217728"),
     ("ompi-shmem-file-not-created", "[nid200305:346908] WARNING: opal_path_df failure!"),
+    ("pmix-server-unreachable", "[nid200247:2144171] OPAL ERROR: Unreachable in file ext3x_client.c at line 111"),
+    ("pmix-server-unreachable", "[host] PMIX ERROR: PMIX TEMPORARILY UNAVAILABLE in file ptl_tcp.c at line 688\n"
+                                "[host] OPAL ERROR: Unreachable in file pmix2x_client.c at line 112"),
     ("pmix-version-skew", "[nid200472:383789] PMIX ERROR: UNPACK-INADEQUATE-SPACE in file base/gds_base_fns.c at line "
                           "268"),
     ("ompi-component-not-loaded", "[capeta:97965] mca_base_component_repository_open: unable to open mca_mpool_grdma: "
