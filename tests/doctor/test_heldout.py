@@ -147,6 +147,106 @@ CASES = {
         "https://docs.cscs.ch/software/container-engine/resource-hook/", set(),
         ["srun: warning: can't honor --ntasks-per-node set to 1 which doesn't match the requested tasks 2 with the "
          "number of requested nodes 2. Ignoring --ntasks-per-node."]),
+    # a second round, from other threads
+    # PMIx's psec framework without munge under pyxis, the help texts pasted without their dashes (blank lines
+    # between their parts): each text read whole, PMIx's advice alone; the server's NOT-FOUND that follows stays listed
+    "pyxis_psec_munge_hpl.out": (
+        "https://github.com/NVIDIA/pyxis/issues/88",
+        {("run-signatures", "pmix-psec"), ("output-ended", "the test did not finish")},
+        ["[pgp0202:12255] PMIX ERROR: NOT-FOUND in file server/pmix_server.c at line 229"]),
+    # the same under srun --container-name with Open MPI 5, framed and preceded by the shell's echo of the command
+    "pyxis_psec_munge_ompi5.out": (
+        "https://github.com/NVIDIA/pyxis/issues/139",
+        {("run-signatures", "pmix-psec"), ("output-ended", "the test did not finish")}, []),
+    # srun's own PMIx plug-in without its library: Slurm's side, srun's generic words after it not listed
+    "srun_pmix_plugin_cannot_load.out": (
+        "https://github.com/pyiron/executorlib/pull/761", {("run-signatures", "slurm-pmix-plugin-not-loaded")}, []),
+    # the TCP BTL's other wording, a connection from an unexpected IP address (the frame's host and address
+    # details after its sentences left out)
+    "ompi_tcp_unexpected_address.out": (
+        "https://github.com/open-mpi/ompi/issues/3035", {("run-signatures", "ompi-tcp-unexpected-peer")}, []),
+    # the C++ bindings of another Open MPI than the one the program was built with
+    "ompi_cxx_symbol_lookup.out": (
+        "https://github.com/sanshar/Block/issues/45", {("run-signatures", "abi-undefined-symbol")}, []),
+    # the btl ofi component asked for on AWS EFA nodes and not there, with mpirun's daemon verbosity
+    "ompi_btl_ofi_not_found_efa.out": (
+        "https://github.com/open-mpi/ompi/issues/6795", {("run-signatures", "ompi-component-not-found")}, []),
+    # vader's CMA refused in a Docker container without CAP_SYS_PTRACE: errno 1 only
+    "vader_cma_read_errno_docker.out": (
+        "https://github.com/radiasoft/devops/issues/132",
+        {("run-signatures", "cma-read-eperm"), ("single-copy", "single-copy: refused (recorded), confinement not "
+                                                               "recorded")}, []),
+    # restrictive ptrace settings (WSL) and OSHMEM's UCX finding no RMA transport: the second is not claimed
+    "ompi_cma_ptrace_ucx_wsl.out": (
+        "https://github.com/open-mpi/ompi/issues/4390",
+        {("run-signatures", "cma-permission-denied"), ("output-ended", "the test did not finish"),
+         ("single-copy", "single-copy: refused (recorded), confinement not recorded")},
+        ["[1528554886.680507] [DESKTOP-9J4RLOC:95   :0]         select.c:312  UCX  ERROR no remote registered memory "
+         "access transport to <no debug data>: self/self - Destination is unreachable, tcp/eth1 - no put short, "
+         "tcp/wifi0 - no put short, mm/sysv - Destination is unreachable, mm/posix - Destination is unreachable"]),
+    # NCCL's /dev/shm full in a CI pod, behind a log collector's timestamps, with its return-code trail
+    "nccl_shm_extend_ci_timestamps.out": (
+        "https://github.com/pytorch/ci-infra/pull/490", {("run-signatures", "nccl-shm-too-small")}, []),
+    # NCCL's segment failing in a CUDA call with a 64 MB /dev/shm that had room: not /dev/shm's size
+    "nccl_shm_cuda_invalid_argument.out": (
+        "https://github.com/NVIDIA/nccl/issues/1518", {("run-signatures", "nccl-shm-cuda-failure")}, []),
+    # a slurm-N.out: mpirun's abort, Slurm's oom_kill, the site's epilogue (billing, wallclock); the epilogue's own
+    # sentence is not a message the doctor knows
+    "slurm_oom_epilogue_chombo.out": (
+        "https://github.com/chombo-discharge/chombo-discharge/issues/501", {("run-signatures", "slurm-oom-kill")},
+        ["Job had an out of memory error."]),
+    # openib without an active port, then the job's memory limit and Slurm's cancellation
+    "slurm_openib_memlimit_cancelled.out": (
+        "https://github.com/heronsystems/adeptRL/pull/13",
+        {("run-signatures", "openib-no-active-ports"), ("run-signatures", "slurm-oom-kill")}, []),
+    # OSU 7.2's device-buffer header with its datatype line, OSU 5.7.1's pairs and message rate, OSU 5.0 behind
+    # a job script's banner, OSU 7.0 with a version suffix: read, nothing claimed
+    "osu_cuda_bw_v72_eessi.out": ("https://github.com/EESSI/software-layer/pull/716", set(), []),
+    "osu_mbw_mr_v571_pcluster.out": ("https://github.com/aws/aws-parallelcluster/pull/7035", set(), []),
+    "osu_latency_v50_srun_banner.out": ("https://github.com/ofi-cray/libfabric-cray/pull/859", set(), []),
+    "osu_latency_v70_suffix_sm2.out": ("https://github.com/ofiwg/libfabric/pull/8680", set(), []),
+    # a crash in vader under an ABI wrapper: no cause claimed, the signal and the named frames listed
+    "osu_cas_v70_vader_segv.out": (
+        "https://github.com/jeffhammond/mukautuva/issues/2", {("output-ended", "the test did not finish")},
+        ["[nuclear:83579] Signal: Segmentation fault (11)", "[nuclear:83579] Failing at address: 0x7f35b2bf8008",
+         "[nuclear:83579] [ 2] /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_btl_vader.so("
+         "mca_btl_vader_poll_handle_frag+0x95)[0x7f7cfa6fbae5]",
+         "[nuclear:83579] [ 4] /lib/x86_64-linux-gnu/libopen-pal.so.40(opal_progress+0x34)[0x7f7d01195714]",
+         "[nuclear:83579] [ 5] /usr/lib/x86_64-linux-gnu/libmpi.so(ompi_request_default_wait+0x55)[0x7f7d0132c0e5]",
+         "[nuclear:83579] [ 6] /usr/lib/x86_64-linux-gnu/libmpi.so(ompi_coll_base_barrier_intra_recursivedoubling"
+         "+0xe3)[0x7f7d01387d13]",
+         "[nuclear:83579] [ 7] /usr/lib/x86_64-linux-gnu/libmpi.so(MPI_Barrier+0xb2)[0x7f7d01340482]",
+         "[nuclear:83579] [ 8] /home/jhammond/mukautuva/ompi-wrap.so(WRAP_Barrier+0x14)[0x7f7cf9c178d4]"]),
+    # FI_LOG_LEVEL=trace on an Omni-Path cluster running the sockets provider: usnic's -61 (Cisco's adapters only)
+    # blames no fabric, like the utility providers'
+    "ofi_psm2_getinfo_utility_noise.out": (
+        "https://github.com/cornelisnetworks/opa-psm2/issues/60", {("output-ended", "the test did not finish")},
+        ["libfabric:1213328:core:core:fi_getinfo_():955<warn> fi_getinfo: provider usnic returned -61 (No data "
+         "available)",
+         "libfabric:1213328:core:core:fi_getinfo_():955<warn> fi_getinfo: provider ofi_rxm returned -61 (No data "
+         "available)",
+         "libfabric:1213328:core:core:fi_getinfo_():955<warn> fi_getinfo: provider ofi_rxd returned -61 (No data "
+         "available)",
+         "libfabric:1213328:ofi_mrail:fabric:mrail_get_core_info():289<warn> OFI_MRAIL_ADDR_STRC env variable not set!",
+         "libfabric:1213328:core:core:fi_getinfo_():955<warn> fi_getinfo: provider ofi_mrail returned -61 (No data "
+         "available)"]),
+    # failures no signature explains: MPICH's whole stacks stay listed, their last line (the one that says most,
+    # 'invalid host/port description', 'Invalid argument') included
+    "mpich_singularity_business_card.out": (
+        "https://github.com/apptainer/singularity/issues/713", {("output-ended", "the test did not finish")},
+        ["Fatal error in MPI_Init: Other MPI error, error stack:",
+         "MPIR_Init_thread(805)...................: fail failed",
+         "MPID_Init(1831).........................: channel initialization failed",
+         "MPIDI_CH3_Init(147).....................: fail failed",
+         "MPID_nem_tcp_post_init(645).............: fail failed",
+         "MPID_nem_tcp_connect(1122)..............: fail failed",
+         "MPID_nem_tcp_get_addr_port_from_bc(1346): Missing ifname or invalid host/port description in business card"]),
+    "mpich_ofi_fabric_no_network.out": (
+        "https://github.com/pmodels/mpich/issues/6547", {("output-ended", "the test did not finish")},
+        ["Abort(337237391): Fatal error in internal_Init_thread: Other MPI error, error stack:",
+         "internal_Init_thread(67).: MPI_Init_thread(argc=0x7ffee0cd3980, argv=0x7ffee0cd3988, required=0, "
+         "provided=0x7ffee0cd3984) failed",
+         "MPIDI_OFI_init_local(580): OFI fi_fabric failed (ofi_init.c:580:MPIDI_OFI_init_local:Invalid argument)"]),
 }
 
 
@@ -160,6 +260,16 @@ def test_the_cause_is_named_and_nothing_else_claimed(name):
     reading = read_file(str(HELD_OUT / name))
     assert {(finding.rule, finding.title) for finding in diagnose_file(reading)} == findings
     assert unrecognised(reading.messages.messages) == left
+
+
+@pytest.mark.parametrize("name, benchmark, suite, rows", [
+    ("osu_cuda_bw_v72_eessi.out", "bw", "osu 7.2", 26), ("osu_mbw_mr_v571_pcluster.out", "mbw_mr", "osu 5.7.1", 12),
+    ("osu_latency_v50_srun_banner.out", "latency", "osu 5.0", 24),
+    # a build's suffix on the version is still the version, not part of the test's name
+    ("osu_latency_v70_suffix_sm2.out", "latency", "osu 7.0-lrbison3", 14)])
+def test_each_osu_header_style_is_read_whole(name, benchmark, suite, rows):
+    (run,) = read_file(str(HELD_OUT / name)).runs
+    assert (run.benchmark, run.suite, len(run.rows), run.incomplete) == (benchmark, suite, rows, False)
 
 
 def doctor(*args, columns: str = "80", db: Path | None = None) -> subprocess.CompletedProcess:
@@ -190,7 +300,8 @@ def _ingested_run(db: Path, path: Path) -> str:
 @pytest.mark.parametrize("name", ["ucx_proc_link_apptainer.out", "ompi_tcp_unexpected_spawn.out",
                                   "mpich_ucx_shm_kubernetes.out", "ompi_component_freebsd_undefined.out",
                                   "ompi_no_slurm_pmi_labelled.out", "nccl_shm_torch_last_error.out",
-                                  "mpich_ucx_shared_memory_sandbox.out"])
+                                  "mpich_ucx_shared_memory_sandbox.out", "pyxis_psec_munge_hpl.out",
+                                  "slurm_oom_epilogue_chombo.out", "nccl_shm_cuda_invalid_argument.out"])
 def test_after_ingest_doctor_run_gives_the_same_findings(tmp_path, name):
     path = HELD_OUT / name
     from_file = json.loads(doctor(path, "--json").stdout)

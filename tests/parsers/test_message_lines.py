@@ -32,6 +32,26 @@ def test_a_help_frame_is_one_message_and_rank_labels_are_dropped():
     assert messages.messages == [" ".join(frame[1:4])]
 
 
+def test_a_help_text_pasted_without_its_dashes_is_read_whole_to_the_next_message():
+    # its parts (the sentences, the 'Host:' lines, the indented details) are separated by blank lines; the first
+    # line after a blank one that is none of them starts something else
+    text = ("A requested component was not found, or was unable to be opened.  This\n"
+            "means that this component is either not installed or is unable to be\n\n"
+            "Host:      n1\nFramework: psec\nComponent: munge\n\n"
+            "It looks like pmix_init failed for some reason; your parallel process is\n"
+            "likely to abort.\n\n  pmix_psec_base_open failed\n  --> Returned value -46 instead of PMIX_SUCCESS\n\n"
+            "[n1:12255] PMIX ERROR: NOT-FOUND in file server/pmix_server.c at line 229\n"
+            "0: It looks like MPI_INIT failed for some reason; your parallel process is\n"
+            "0:   ompi_mpi_init: ompi_rte_init failed\n")
+    assert collected(text).messages == [
+        "A requested component was not found, or was unable to be opened.  This means that this component is either "
+        "not installed or is unable to be Host:      n1 Framework: psec Component: munge",
+        "It looks like pmix_init failed for some reason; your parallel process is likely to abort. "
+        "pmix_psec_base_open failed --> Returned value -46 instead of PMIX_SUCCESS",
+        "[n1:12255] PMIX ERROR: NOT-FOUND in file server/pmix_server.c at line 229",
+        "It looks like MPI_INIT failed for some reason; your parallel process is ompi_mpi_init: ompi_rte_init failed"]
+
+
 def test_table_rows_and_headers_are_not_messages_though_fail_is_a_word_of_one():
     messages = collected("# OSU MPI Bandwidth Test v7.5\n# Size  Bandwidth (MB/s)  Validation\n"
                          "1   0.14   Fail\n2   0.28   Pass\nDATA VALIDATION ERROR: rank 1, message size 1\n")

@@ -28,6 +28,13 @@ class Signature:
     meaning: str
     fix: str
     source: str
+    # another message that, anywhere in the same text, says the cause is not this one (NCCL's shared-memory
+    # segment that failed in a CUDA call, not for want of space)
+    unless: re.Pattern | None = None
+
+    def withdrawn(self, text: str) -> bool:
+        """True when the text holds the message that rules this cause out."""
+        return bool(self.unless and self.unless.search(text))
 
 
 @dataclass(frozen=True)
@@ -54,12 +61,21 @@ def load_bank(path=None) -> list[Signature]:
         if entry["id"] in seen:
             raise SignatureError(f"{where}: id {entry['id']!r} used twice")
         seen.add(entry["id"])
-        try:
-            pattern = re.compile(entry["pattern"])
-        except re.error as error:
-            raise SignatureError(f"{where} ({entry['id']}): pattern is not a regular expression: {error}") from None
-        bank.append(Signature(entry["id"], entry["verdict"], pattern, entry["meaning"], entry["fix"], entry["source"]))
+        if "unless" in entry and (not isinstance(entry["unless"], str) or not entry["unless"].strip()):
+            raise SignatureError(f"{where} ({entry['id']}): field 'unless' empty (expected a regular expression)")
+        pattern, unless = (_compiled(entry, name, where) for name in ("pattern", "unless"))
+        bank.append(Signature(entry["id"], entry["verdict"], pattern, entry["meaning"], entry["fix"], entry["source"],
+                              unless))
     return bank
+
+
+def _compiled(entry: dict, name: str, where: str) -> re.Pattern | None:
+    if name not in entry:
+        return None
+    try:
+        return re.compile(entry[name])
+    except re.error as error:
+        raise SignatureError(f"{where} ({entry['id']}): {name} is not a regular expression: {error}") from None
 
 
 @functools.lru_cache(maxsize=1)
@@ -77,6 +93,8 @@ def match(text: str | None, bank=None) -> list[Hit]:
     flat = " ".join(line.strip() for line in lines)
     hits = []
     for signature in bank if bank is not None else shipped_bank():
+        if signature.withdrawn(text):
+            continue
         line = next((line for line in lines if signature.pattern.search(line)), None)
         if line is None and (folded := signature.pattern.search(flat)):
             line = folded.group(0)

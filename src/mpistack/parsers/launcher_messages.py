@@ -19,6 +19,8 @@ _ABORT_PATTERNS = [
     re.compile(r"^(?:mpirun|mpiexec|prterun) (?:detected that one or more processes exited with non-zero status"
                r"|noticed that process rank \d+ .* exited on signal)", re.IGNORECASE),
     re.compile(r"^=\s+BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES", re.IGNORECASE),
+    # mpirun's count of the ranks it ended after one died
+    re.compile(r"^\d+ total process(?:es)? killed \(some possibly by mpirun during cleanup\)", re.IGNORECASE),
     re.compile(r"^srun: error: .*(?:Exited with exit code \d+|Killed|Terminated|Segmentation fault|Aborted"
                r"|Bus error|Floating point exception)", re.IGNORECASE),
 ]
@@ -44,6 +46,7 @@ _GENERIC_FAILURE = re.compile(
     r"It looks like (?:MPI_INIT|MPI_Init_thread|orte_init|opal_init|ompi_mpi_init) failed for some reason|"
     r"\w+\(\d+\)\.*:\s+ucx function returned with failed status|"  # MPICH relaying UCX's status code
     r"\S*DistBackendError: NCCL error in: |ncclSystemError: |Last error:$|"  # PyTorch relaying NCCL's
+    r"srun: error: MPI: Unable to load any plugin|"  # srun after its MPI plug-in failed
     r"Caught signal \d+|Signal: |Signal code: |Failing at address|\[\s*\d+\] \S+\(|\*\*\* End of error message)")
 
 
@@ -68,7 +71,7 @@ def detail_line(line: str) -> bool:
 _MESSAGE_WORDS = re.compile(
     r"\b(?:errors?|errno|warn(?:ing)?|fatal|abort(?:ed|ing)?|fail(?:ed|s|ure)?|denied|cannot|can not|unable|"
     r"not available|not found|no such|not permitted|segmentation|bus error|signal \d+|killed|unexpected|"
-    r"undefined symbol|out of memory|out-of-resource|mismatch|unsupported|refused|timed out|(?:un)?reachable|"
+    r"undefined symbol|out of memory|out-of-resource|mismatch|unsupported|refused|timed out|(?:un)?reachable|invalid|"
     # words of known messages printed on a line of their own, outside a help frame: libfabric's `fi_getinfo: -61
     # (No data available)`, Open MPI's aggregated `N more processes have sent help message ...`, srun's `Job step
     # creation temporarily disabled, retrying`, a crash's `Failing at address`
@@ -77,6 +80,11 @@ _MESSAGE_WORDS = re.compile(
 # Open MPI's help texts (show_help) are framed by lines of dashes; a frame is kept whole, as one message on one line,
 # since its sentences run over several lines
 _FRAME = re.compile(r"^-{20,}\s*$")
+# the same texts pasted without their dashes (a mail, an issue thread): one that opens with a first sentence of
+# theirs runs on to the first blank line after which neither its indented details nor its 'Host: name' lines follow
+_HELP_OPENER = re.compile(r"^(?:A requested component was not found, or was unable to be opened|"
+                          r"It looks like \w+ failed for some reason|No components were able to be opened in the \w+ framework)")
+_HELP_DETAIL = re.compile(r"^(?:\s+\S|[A-Z][\w ]{0,30}:\s+\S)")
 # what launchers put before each line of a rank's output: srun --label ('0: '), mpirun --tag-output
 # ('[1,0]<stderr>:'); a labelled empty line of a help frame is the label alone ('0:')
 _RANK_LABEL = re.compile(r"^(?:\d{1,7}:(?:\s|$)|\[\d+,\d+\]<(?:stdout|stderr)>:\s?)")
@@ -127,9 +135,13 @@ class MessageLines:
         self.dropped = 0  # messages not kept for the bound
         self._keys: set[str] = set()
         self._frame: list[str] | None = None
+        self._loose: list[str] | None = None  # a help text without its dashes, and whether a blank line ended a part
+        self._loose_blank = False
         self.test: str | None = None  # the first OSU test a line names ('$ srun ./osu_bw'), without osu_
 
     def feed(self, raw: str) -> None:
+        if self._loose is not None and self._loose_line(raw):
+            return
         # most lines of an output are a table's rows: outside a frame, a line without a message's word, a frame's
         # dashes or a test's name is passed over before it is cleaned
         if self._frame is None and not _MESSAGE_WORDS.search(raw) and "--" not in raw and "osu_" not in raw \
@@ -143,9 +155,10 @@ class MessageLines:
                 self._frame = []
             else:
                 frame, self._frame = self._frame, None
-                if frame:  # one line, as its sentences run on (stored and matched so)
-                    joined = " ".join(frame)
-                    self._keep(joined if len(joined) <= FRAME_CHARS else joined[:FRAME_CHARS - 1] + "…")
+                self._keep_frame(frame)
+            return
+        if self._frame is None and _HELP_OPENER.match(line):
+            self._loose, self._loose_blank = [line], False
             return
         if self._frame is not None:
             if line and len(self._frame) < FRAME_LINES:
@@ -157,6 +170,29 @@ class MessageLines:
                 self._line(line)
             return
         self._line(line)
+
+    def _loose_line(self, raw: str) -> bool:
+        """Adds a line to the help text without dashes being read; False when the text ended before it."""
+        line = _ANSI.sub("", raw.rstrip("\r\n"))
+        label = _RANK_LABEL.match(line.lstrip())
+        unlabelled = line.lstrip()[label.end():] if label else line  # its indent kept: a detail's mark
+        if not unlabelled.strip():
+            self._loose_blank = True
+            return True
+        ended = _FRAME.match(unlabelled.strip()) or len(self._loose) >= FRAME_LINES \
+            or (self._loose_blank and not _HELP_DETAIL.match(unlabelled))
+        if ended:
+            text, self._loose = self._loose, None
+            self._keep_frame(text)
+            return False
+        self._loose.append(escaped(raw))
+        self._loose_blank = False
+        return True
+
+    def _keep_frame(self, frame: list[str]) -> None:
+        if frame:  # one line, as its sentences run on (stored and matched so)
+            joined = " ".join(frame)
+            self._keep(joined if len(joined) <= FRAME_CHARS else joined[:FRAME_CHARS - 1] + "…")
 
     def _line(self, line: str) -> None:
         if line and looks_like_message(line):
@@ -184,6 +220,9 @@ class MessageLines:
 
     def close(self) -> "MessageLines":
         """The end of the output: a frame left open is kept as its lines."""
+        if self._loose is not None:
+            text, self._loose = self._loose, None
+            self._keep_frame(text)
         if self._frame:
             frame, self._frame = self._frame, None
             for held in frame:

@@ -39,7 +39,7 @@ TITLE_TO_BENCHMARK = {
 
 TITLE_RE = re.compile(
     r"^#?\s*OSU\s+(?P<api>MPI(?:-[A-Za-z]+)?|MPI_\w+|OpenSHMEM|UPC\+*|NCCL|RCCL|XCCL|CUDA|ROCM)\s*(?P<text>.*?)\s*"
-    r"(?:v(?P<version>\d[\w.]*)|\((?P<tool>mpistack-bench[^)]*)\))?\s*$",
+    r"(?:v(?P<version>\d[\w.+-]*)|\((?P<tool>mpistack-bench[^)]*)\))?\s*$",
     re.IGNORECASE,
 )
 
