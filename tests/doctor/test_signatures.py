@@ -155,6 +155,8 @@ MESSAGES = [
     ("slurm-oom-kill", "slurmstepd: error: Detected 88 oom_kill events in StepId=1103245.batch. Some of the step tasks "
                        "have been OOM Killed."),
     ("slurm-oom-kill", "srun: error: udc-ba26-19: task 0: Out Of Memory"),
+    ("psm3-no-nic", "28463ef361be:rank0: PSM3 can't open nic unit: 0 (err=23)"),
+    ("bus-error", "Process id 3257 Caught SIGBUS at 0x7efbb4f62000 nonexistent physical address"),
     ("openib-no-active-ports", "[cuda-24-0.local:08642] 2 more processes have sent help message "
                                "help-mpi-btl-openib.txt / no active ports found"),
 ]

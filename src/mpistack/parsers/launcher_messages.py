@@ -69,13 +69,13 @@ def detail_line(line: str) -> bool:
 # doctor can read it (stored with an ingested run as a launched case's output is). A line that looks like a
 # message: one of these words in it.
 _MESSAGE_WORDS = re.compile(
-    r"\b(?:errors?|errno|warn(?:ing)?|fatal|abort(?:ed|ing)?|fail(?:ed|s|ure)?|denied|cannot|can not|unable|"
+    r"\b(?:errors?|errno|warn(?:ing)?|fatal|abort(?:ed|ing)?|fail(?:ed|s|ure)?|denied|cannot|can not|can't|unable|"
     r"not available|not found|no such|not permitted|segmentation|bus error|signal \d+|killed|unexpected|"
     r"undefined symbol|out of memory|out-of-resource|mismatch|unsupported|refused|timed out|(?:un)?reachable|invalid|"
     # words of known messages printed on a line of their own, outside a help frame: libfabric's `fi_getinfo: -61
     # (No data available)`, Open MPI's aggregated `N more processes have sent help message ...`, srun's `Job step
-    # creation temporarily disabled, retrying`, a crash's `Failing at address`
-    r"no data available|help message|retrying|failing at address)\b",
+    # creation temporarily disabled, retrying`, a crash's `Failing at address`, an application's own signal handler (`Caught SIGBUS`)
+    r"no data available|help message|retrying|failing at address|sig(?:bus|segv|abrt))\b",
     re.IGNORECASE)
 # Open MPI's help texts (show_help) are framed by lines of dashes; a frame is kept whole, as one message on one line,
 # since its sentences run over several lines
