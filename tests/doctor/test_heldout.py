@@ -261,6 +261,21 @@ CASES = {
         "https://github.com/open-mpi/ompi/issues/5535",
         {("run-signatures", "pmix-version-skew"), ("output-ended", "the test did not finish")},
         ["*** An error occurred in MPI_Init", "*** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,"]),
+    # PMIx 2's data store (gds_dstore.c) in Singularity under srun; a NO-PERMISSIONS from Open MPI's bundled PMIx
+    # in a Singularity HPL run; PMIx 5's shmem2 under srun (its PMIX_ERR_ wording), a warning: the banner stays listed
+    "pmix_gds_dstore_singularity_srun.out": (
+        "https://github.com/apptainer/singularity/issues/5195",
+        {("run-signatures", "pmix-gds-dstore"), ("output-ended", "the test did not finish")}, []),
+    "pmix_dstore_no_permissions_hplmxp.out": (
+        "https://github.com/amd/InfinityHub-CI/issues/10",
+        {("run-signatures", "pmix-gds-dstore"), ("output-ended", "the test did not finish")}, []),
+    "pmix_shmem2_file_open_srun.out": (
+        "https://github.com/openpmix/openpmix/issues/3839",
+        {("run-signatures", "pmix-gds-dstore"), ("output-ended", "the test did not finish")},
+        ["*** An error occurred in MPI_Init", "*** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,"]),
+    # the PMIx server out of reach from ranks in Singularity under Slurm, then Open MPI's MPI_Init_thread banner
+    "pmix_unreachable_gchp_singularity.out": (
+        "https://github.com/geoschem/GCHP/issues/269", {("run-signatures", "pmix-server-unreachable")}, []),
 }
 
 

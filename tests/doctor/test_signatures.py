@@ -155,6 +155,9 @@ MESSAGES = [
     ("slurm-oom-kill", "slurmstepd: error: Detected 88 oom_kill events in StepId=1103245.batch. Some of the step tasks "
                        "have been OOM Killed."),
     ("slurm-oom-kill", "srun: error: udc-ba26-19: task 0: Out Of Memory"),
+    ("pmix-gds-dstore", "[hpc9:158826] PMIX ERROR: PMIX_ERR_FILE_OPEN_FAILURE in file ../../../../../src/mca/gds/"
+                        "shmem2/gds_shmem2.c at line 1056"),
+    ("pmix-gds-dstore", "[lxbk0609:07143] PMIX ERROR: ERROR in file gds_dstore.c at line 1244"),
     ("psm3-no-nic", "28463ef361be:rank0: PSM3 can't open nic unit: 0 (err=23)"),
     ("bus-error", "Process id 3257 Caught SIGBUS at 0x7efbb4f62000 nonexistent physical address"),
     ("openib-no-active-ports", "[cuda-24-0.local:08642] 2 more processes have sent help message "

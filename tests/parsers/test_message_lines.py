@@ -52,6 +52,16 @@ def test_a_help_text_pasted_without_its_dashes_is_read_whole_to_the_next_message
         "It looks like MPI_INIT failed for some reason; your parallel process is ompi_mpi_init: ompi_rte_init failed"]
 
 
+def test_what_a_library_logs_below_its_warning_level_is_not_a_message():
+    # libfabric's FI_LOG_LEVEL=debug search for optional providers (ofiwg/libfabric issue 10001), UCX's info
+    text = ("libfabric:60833:1713994966::core:core:ofi_reg_dl_prov():610<debug> dlopen(librxd-fi.so): librxd-fi.so: "
+            "cannot open shared object file: No such file or directory\n"
+            "[1716920651.160162] [gpu2:2554579:a]  tcp_ep.c:259  UCX  DEBUG tcp_ep 0x55b1aeee77f0: connect failed\n"
+            "libfabric:2211:1788291020::efa:ep_data:efa_device_construct_gid():47<warn> ibv_open_device failed! "
+            "errno: 2\n")
+    assert collected(text).messages == [text.splitlines()[2]]
+
+
 def test_table_rows_and_headers_are_not_messages_though_fail_is_a_word_of_one():
     messages = collected("# OSU MPI Bandwidth Test v7.5\n# Size  Bandwidth (MB/s)  Validation\n"
                          "1   0.14   Fail\n2   0.28   Pass\nDATA VALIDATION ERROR: rank 1, message size 1\n")

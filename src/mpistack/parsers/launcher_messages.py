@@ -94,6 +94,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # a frame of the backtrace Open MPI prints for a crashed rank (`[host:1234] [ 1] /lib/libmpi.so.40(symbol+0x7e)[0x7f..]`):
 # it names the function that crashed
 _BACKTRACE = re.compile(r"\[\s*\d+\] \S+\(\w+\+0x[0-9a-f]+\)")
+# a line libfabric or UCX logged at a level below a warning (FI_LOG_LEVEL=debug, UCX_LOG_LEVEL=info): its words
+# (dlopen of an optional provider 'cannot open shared object file') describe a search, not a failure
+_BELOW_WARNING = re.compile(r"^libfabric:\S*<(?:debug|trace|info)>|\bUCX\s+(?:DEBUG|TRACE|INFO|DIAG)\b")
 _TABLE_ROW = re.compile(r"^\d+(?:\s+(?:[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?|pass|fail))+$", re.IGNORECASE)
 _NUMBERS = re.compile(r"\d+")
 _OSU_TEST = re.compile(r"\bosu_([a-z_]+)\b")
@@ -113,8 +116,10 @@ def escaped(line: str) -> str:
 
 
 def looks_like_message(line: str) -> bool:
-    """True for a line that reads like a warning or an error (a word such as error, warning, failed, denied)."""
-    return bool(_MESSAGE_WORDS.search(line) or _BACKTRACE.search(line)) and not _TABLE_ROW.match(line)
+    """True for a line that reads like a warning or an error (a word such as error, warning, failed, denied), and
+    not one a library logged below its warning level."""
+    return bool(_MESSAGE_WORDS.search(line) or _BACKTRACE.search(line)) and not _TABLE_ROW.match(line) \
+        and not _BELOW_WARNING.search(line)
 
 
 class MessageLines:
