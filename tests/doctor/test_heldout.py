@@ -291,14 +291,17 @@ def test_the_cause_is_named_and_nothing_else_claimed(name):
     assert unrecognised(reading.messages.messages) == left
 
 
-@pytest.mark.parametrize("name, benchmark, suite, rows", [
-    ("osu_cuda_bw_v72_eessi.out", "bw", "osu 7.2", 26), ("osu_mbw_mr_v571_pcluster.out", "mbw_mr", "osu 5.7.1", 12),
-    ("osu_latency_v50_srun_banner.out", "latency", "osu 5.0", 24),
+@pytest.mark.parametrize("name, benchmark, suite, rows, ranks, nodes", [
+    ("osu_cuda_bw_v72_eessi.out", "bw", "osu 7.2", 26, 2, None),
+    ("osu_mbw_mr_v571_pcluster.out", "mbw_mr", "osu 5.7.1", 12, 96, None),
+    # the job script's '### Running: srun -n2 -N2 ...' gives the job's size
+    ("osu_latency_v50_srun_banner.out", "latency", "osu 5.0", 24, 2, 2),
     # a build's suffix on the version is still the version, not part of the test's name
-    ("osu_latency_v70_suffix_sm2.out", "latency", "osu 7.0-lrbison3", 14)])
-def test_each_osu_header_style_is_read_whole(name, benchmark, suite, rows):
+    ("osu_latency_v70_suffix_sm2.out", "latency", "osu 7.0-lrbison3", 14, 2, None)])
+def test_each_osu_header_style_is_read_whole(name, benchmark, suite, rows, ranks, nodes):
     (run,) = read_file(str(HELD_OUT / name)).runs
     assert (run.benchmark, run.suite, len(run.rows), run.incomplete) == (benchmark, suite, rows, False)
+    assert (run.provenance.ranks, run.provenance.nodes) == (ranks, nodes)
 
 
 def doctor(*args, columns: str = "80", db: Path | None = None) -> subprocess.CompletedProcess:

@@ -35,6 +35,9 @@ _ENV_ASSIGNMENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _ROW_START_RE = re.compile(r"[-+]?\.?\d")
 # '+ mpirun -np 2 ...' (shell trace) or 'user@host:~/osu$ srun -n 2 ...' (a pasted terminal)
 _PROMPT_RE = re.compile(r"^(?:\++|[^\s#$]*\$)\s+(?P<command>\S.*)$")
+_LAUNCHER_RE = re.compile(r"\b(?:srun|mpirun|mpiexec|aprun|flux)\b")
+# a job script's echo of what it runs: '### Running: srun -n2 -N2 ... osu_latency', 'Running command: mpirun ...'
+_ECHO_RE = re.compile(r"^#*\s*(?:Running|Executing|Command)(?: command)?:\s+(?P<command>\S.*)$", re.IGNORECASE)
 _PAIRS_RE = re.compile(r"^#\s*\[\s*pairs:\s*(\d{1,9})\s*\]", re.IGNORECASE)
 _PROCESSES_RE = re.compile(r"^#\s*(?:number of (?:processes|ranks)|processes|ranks)\s*[:=]\s*(\d{1,9})\s*$",
                            re.IGNORECASE)
@@ -186,16 +189,15 @@ def _units(columns: list[Column]) -> dict[str, str]:
 
 
 def _command_line(line: str) -> Provenance | None:
-    """What a shell prompt line says: '$ srun -n 2 ...' (any command), or an xtrace '+ mpirun -np 2 ...' or a
-    'user@host:~$ mpiexec ...' prompt when the command starts a launcher."""
+    """What a shell prompt line says: '$ srun -n 2 ...' (any command), or an xtrace '+ mpirun -np 2 ...', a
+    'user@host:~$ mpiexec ...' prompt, a script's '### Running: srun ...' or a launcher named by its path
+    ('$HOME/ompi/bin/mpirun -n 2 ...') when the command starts a launcher."""
     if line.startswith("$ "):
         return parse_command(line[2:].strip())
-    match = _PROMPT_RE.match(line)
-    if match:
-        facts = parse_command(match.group("command"))
-        if facts.launcher:
-            return facts
-    return None
+    match = _PROMPT_RE.match(line) or _ECHO_RE.match(line)
+    # or the command pasted bare, its launcher named by a path ('$HOME/ompi/bin/mpirun -n 2 ...')
+    facts = parse_command(match.group("command") if match else line)
+    return facts if facts.launcher else None
 
 
 def _count_line(line: str, block: _Block) -> bool:
@@ -264,7 +266,8 @@ def parse_osu_lines(lines: Iterable[str], source: str = "<text>") -> list[Parsed
         line = raw.strip()
         if not line:
             continue
-        command = _command_line(line) if line[0] in "$+" or "$ " in line else None
+        maybe = line[0] in "$+" or "$ " in line or ((line[0] == "/" or ": " in line) and _LAUNCHER_RE.search(line))
+        command = _command_line(line) if maybe else None
         if command is not None:
             last_command = command
             continue
