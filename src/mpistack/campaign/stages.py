@@ -201,7 +201,7 @@ def _kept_message(message: str | None) -> str | None:
 
 
 #: the tag of a case that never launched: "prepare" (its image, runtime or build failed before any case ran),
-#: "refused" (its approach cannot run it here)
+#: "refused" (its approach cannot run it here), "queue" (the batch system never started it)
 NOT_LAUNCHED = "not_launched"
 
 

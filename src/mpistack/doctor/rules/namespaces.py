@@ -13,8 +13,8 @@ from __future__ import annotations
 from ...spec.status import RunStatus
 from ..model import rule
 from .fixes import join_fix
-from .runs import (PER_RANK_APPROACHES, ROOTLESS_USER_NAMESPACE, _mpi, confinement_record, ranks_per_node, run_cell,
-                   shm_cause, subject_of, user_namespace)
+from .runs import (PER_RANK_APPROACHES, ROOTLESS_USER_NAMESPACE, _mpi, confinement_record, launched,
+                   one_kernel_nodes, ranks_per_node, run_cell, shm_cause, subject_of, user_namespace)
 
 SOURCE = ("ptrace(2) 'Ptrace access mode checking' and process_vm_readv(2) (https://man7.org/linux/man-pages/man2/"
           "ptrace.2.html); ch-run(1) --join (https://hpc.github.io/charliecloud/ch-run.html); Apptainer 1.3 "
@@ -35,6 +35,8 @@ WORKAROUND = {
 def separate_namespaces(run: dict) -> tuple[list[str], str] | None:
     """The namespaces the ranks of a node did not share and how that is known (`recorded`: the ranks said so;
     `declared`: the runtime's confinement), or None."""
+    if not launched(run):
+        return None  # no ranks ran: nothing was measured, and nothing declared was ever in force
     transport = run.get("transport") or {}
     if transport.get("ns_separate"):
         names = [] if transport["ns_separate"] == "none" else transport["ns_separate"].split(",")
@@ -104,3 +106,44 @@ def rootless_pmix(rule, run: dict):
         "own, where single copy (CMA) between ranks is refused; PMIX_MCA_psec=none for the launcher and the ranks "
         "drops the server's check of who its clients are.",
         subject=subject_of(run), cell=run_cell(run), cause="rootless-pmix", status=run.get("status"))
+
+
+ONE_KERNEL_SOURCE = ("UCX src/ucs/sys/uid.c ucs_get_system_id: the boot id (https://github.com/openucx/ucx/blob/master/"
+                     "src/ucs/sys/uid.c), the system id by which UCX's shared-memory transports judge a peer "
+                     "reachable; random(4) /proc/sys/kernel/random/boot_id; measured on a 2-core Debian 12 KVM "
+                     "guest, the one-machine Slurm cluster of scripts/slurm-cluster: Debian MPICH 4.0.2, a ch-run per "
+                     "rank on node1 and node2, aborted in MPI_Init (UCX's proc-link refused), and ran with UCX_TLS=tcp")
+
+
+@rule("nodes-one-kernel", "runs", ONE_KERNEL_SOURCE,
+      "ranks on different nodes that share one kernel (one boot id under several host names: nodes that are "
+      "namespaces of one machine) and were refused each other's shared memory, or could be")
+def nodes_one_kernel(rule, run: dict):
+    found = one_kernel_nodes(run)
+    if found is None:
+        return
+    nodes, how = found
+    transport = run.get("transport") or {}
+    separate = transport.get("one_kernel_separate", "")
+    apart = "user" in separate.split(",") or how == "inferred"
+    failed = run.get("status") in (RunStatus.FAILED.value, RunStatus.TIMEOUT.value)
+    if not apart and not failed:
+        return  # one kernel, one user namespace: shared memory between the "nodes" works, only unlike a cluster's
+    runtime = (run.get("tags") or {}).get("runtime") or ""
+    said = ("the ranks said one boot id under these host names" if how == "recorded" else
+            "each rank was alone on its node, yet one was refused another's shared memory")
+    yield rule.finding(
+        "problem" if failed else "warning", "nodes of one machine: UCX took shared memory between them",
+        f"The ranks ran on different Slurm nodes ({nodes}) that share one kernel ({said}): the nodes are "
+        "namespaces of one machine, as on a one-machine demo cluster. UCX counts peers with the same boot id as "
+        "one system and connects them through shared memory (posix, cma) rather than the network"
+        + (", which ranks in user namespaces of their own (a container each" + (f", {runtime}" if runtime else "")
+           + ") may not attach: UCX's proc-link and CMA are refused between them" if apart else "")
+        + (f" (this run: {run.get('status')})." if failed else ".")
+        + " Joining a node's ranks cannot help: the peers are on different nodes. Real cluster nodes each have "
+        "their own kernel and do not meet this.",
+        "For rows across these nodes keep UCX off shared memory between them: UCX_TLS=tcp (in mpistack a "
+        "variant with env = { UCX_TLS = \"tcp\" }, as examples/charliecloud-slurm.toml's tcp variant: 1-byte "
+        "latency 7.5 us across the demo bridge), or measure inter-node rows on nodes that are separate machines.",
+        subject=subject_of(run), cell=run_cell(run), cause="nodes-one-kernel", nodes=nodes, known=how,
+        **({"separate": separate} if separate else {}), status=run.get("status"))
