@@ -14,7 +14,10 @@ of a node into one namespace set ("--join", ch-run(1): https://hpc.github.io/cha
 The case's directory is bound at one fixed mount point that conversion creates (`CASE_MOUNT`): a read-only
 directory image cannot grow a mount point per case, so the case's paths in the command line and the
 environment are rewritten to it. The host paths bind and fabric-swap mount are the same for every case of a
-host, so the campaign's prepare stage makes their targets in the converted image once (`prepare_mounts`). ch-run refuses to start without $USER.
+host, so the campaign's prepare stage makes their targets in the converted image once (`prepare_mounts`).
+
+ch-run refuses to start without $USER (a cron job, `env -i`, some batch systems leave it unset): where it is
+unset, the name of the user running mpistack goes into every ch-run's environment (`env_overrides`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -58,6 +62,18 @@ def environment_file(env: list[str]) -> str:
     """The image config's Env as /ch/environment holds it: NAME=VALUE, one a line (a value that holds a
     newline cannot be written so, and is left out)."""
     return "".join(f"{item}\n" for item in env if "=" in item and "\n" not in item)
+
+
+def _user() -> str:
+    """$USER, else the name of the process's uid in the password database (what `id -un` says)."""
+    if os.environ.get("USER"):
+        return os.environ["USER"]
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        raise EngineError(f"engine charliecloud: $USER is not set and uid {os.getuid()} has no name in the "
+                          "password database; ch-run refuses to start without $USER: set it "
+                          "(`export USER=NAME`)") from None
 
 
 @ENGINES.register("charliecloud")
@@ -100,9 +116,11 @@ class CharliecloudEngine(PodmanEngine):
             raise EngineError("engine charliecloud: ch-run is not installed; install it with "
                               "`apt-get install charliecloud-runtime` (Debian 12: 0.31), or choose engine "
                               "= \"podman\"")
-        if not os.environ.get("USER"):
-            raise EngineError("engine charliecloud: $USER is not set, and ch-run refuses to start without it; "
-                              "run `export USER=$(id -un)` first")
+        _user()  # raises when $USER is unset and the user has no name either
+
+    def env_overrides(self) -> dict[str, str]:
+        """podman's settings (it builds and exports the images), and $USER for ch-run where it is unset."""
+        return {**super().env_overrides(), **({} if os.environ.get("USER") else {"USER": _user()})}
 
     def planned_image(self, reference: str) -> str:
         return str(images_dir() / "images" / _name(reference))
