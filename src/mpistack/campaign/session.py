@@ -207,7 +207,7 @@ def run(campaign: Campaign, database: Engine, console: Console, *, resume: bool 
 
 
 def check_runtime(campaign: Campaign, cases: list[Case], resources) -> None:
-    """The campaign's container runtime can start containers here (installed, $USER for ch-run), when a case
+    """The campaign's container runtime can start containers here (its `check`: installed, ...), when a case
     runs an image: CampaignError naming the fix otherwise, before anything is built or launched."""
     runtimes = {resources.runtime_for(case).name: resources.runtime_for(case) for case in cases
                 if case.origin == "image" and not case.skip}

@@ -82,6 +82,7 @@ class CharliecloudEngine(PodmanEngine):
 
     name = "charliecloud"
     runner = "ch-run"
+    join_setting = "ch-run --join-ct={count} --join-tag=TAG"
 
     def available(self) -> bool:
         return shutil.which(self.runner) is not None
