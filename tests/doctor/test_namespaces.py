@@ -115,10 +115,14 @@ def test_without_boot_ids_a_refused_attach_between_lone_ranks_is_inferred(store_
     assert not [f for f in said if f.rule == "run-signatures"]
 
 
-def test_real_nodes_with_their_own_kernels_say_nothing_of_one_kernel(store_url):
+def test_real_nodes_and_ranks_that_met_no_shared_memory_between_nodes_say_nothing_of_one_kernel(store_url):
     own = DEMO_NODES.replace("boot=f1e1000f-9730\n", "boot=aaaa\n")
-    said = all_findings(store_url, two_node_run(own, RunStatus.OK, None),
-                        two_node_run(None, RunStatus.OK, None))
+    over_tcp = two_node_run(DEMO_NODES, RunStatus.OK, None)  # UCX_TLS=tcp: the MPI said TCP between the nodes
+    over_tcp[1].transport = {**over_tcp[1].transport, "inter": "tcp"}
+    native = two_node_run(DEMO_NODES.replace("4026532191", "4026532181").replace("4026532192", "4026532182"),
+                          RunStatus.TIMEOUT, "killed after 60 s")  # one user namespace: a hang is not this
+    said = all_findings(store_url, two_node_run(own, RunStatus.FAILED, PROC_LINK), two_node_run(None, RunStatus.OK, None),
+                        over_tcp, native)
     assert not [f for f in said if f.rule == "nodes-one-kernel"]
 
 

@@ -188,4 +188,5 @@ def test_ranks_of_two_host_names_with_one_boot_id_are_said_to_share_one_kernel()
                                  "one_kernel_separate": "user,mnt,net"}
     real = "\n".join([line.format(host="node1", pid=10, user=5, net=1, boot="b-1"),
                       line.format(host="node2", pid=10, user=5, net=1, boot="b-2")])
-    assert "one_kernel" not in confinement(real)
+    assert confinement(real)["one_kernel"] == "none"  # boot ids said, none shared: nodes of their own
+    assert "one_kernel" not in confinement(demo.replace(" boot=b-1", ""))  # no boot ids said: nothing known

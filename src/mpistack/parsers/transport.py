@@ -95,8 +95,8 @@ def confinement(text: str) -> dict[str, str]:
     which ranks of one node differ, comma-separated, or ``none``; ``ns_ranks``, how many ranks said theirs;
     ``cap_eff``, their effective capabilities (``0``: none, ``mixed`` when they differ). Where ranks of several
     host names said one boot id (nodes that are namespaces of one machine, one kernel): ``one_kernel``, those
-    host names, and ``one_kernel_separate``, the namespaces in which the ranks of that kernel differ. Empty
-    without lines."""
+    host names (``none`` when the ranks said boot ids and no two host names share one), and
+    ``one_kernel_separate``, the namespaces in which the ranks of that kernel differ. Empty without lines."""
     ranks = {}
     for host, pid, _uid, caps, spaces, boot in _CONFINEMENT.findall(text):
         ranks[host, pid] = (int(caps, 16), dict(item.split("=") for item in spaces.split()), boot)
@@ -105,7 +105,10 @@ def confinement(text: str) -> dict[str, str]:
     found = {"ns_separate": _separate_by(ranks, lambda host, boot: host) or "none", "ns_ranks": str(len(ranks))}
     caps = {caps for caps, _, _ in ranks.values()}
     found["cap_eff"] = f"{caps.pop():x}" if len(caps) == 1 else "mixed"
-    for boot in {boot for _, _, boot in ranks.values() if boot}:
+    boots = {boot for _, _, boot in ranks.values() if boot}
+    if boots:
+        found["one_kernel"] = "none"
+    for boot in boots:
         hosts = sorted({host for (host, _), (_, _, said) in ranks.items() if said == boot})
         if len(hosts) > 1:
             found["one_kernel"] = ",".join(hosts)
@@ -301,7 +304,7 @@ def describe_transport(record: dict | None) -> str:
     parts += [f"single-copy {record['single_copy']}" if record.get("single_copy") else "",
               f"eager limit {record['eager_limit']} B" if record.get("eager_limit") else "",
               f"namespaces apart: {record['ns_separate']}" if record.get("ns_separate") else "",
-              f"one kernel under {record['one_kernel']}" if record.get("one_kernel") else ""]
+              f"one kernel under {record['one_kernel']}" if record.get("one_kernel", "none") != "none" else ""]
     text = (", " if paths else " ").join(part for part in parts if part)
     note = record.get("note")
     return "; ".join(part for part in (text, note) if part)

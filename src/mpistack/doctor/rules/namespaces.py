@@ -116,19 +116,16 @@ ONE_KERNEL_SOURCE = ("UCX src/ucs/sys/uid.c ucs_get_system_id: the boot id (http
 
 
 @rule("nodes-one-kernel", "runs", ONE_KERNEL_SOURCE,
-      "ranks on different nodes that share one kernel (one boot id under several host names: nodes that are "
-      "namespaces of one machine) and were refused each other's shared memory, or could be")
+      "ranks in user namespaces of their own on different nodes that share one kernel (one boot id under several "
+      "host names: nodes that are namespaces of one machine), refused each other's shared memory or recorded "
+      "taking it between the nodes")
 def nodes_one_kernel(rule, run: dict):
     found = one_kernel_nodes(run)
     if found is None:
         return
     nodes, how = found
-    transport = run.get("transport") or {}
-    separate = transport.get("one_kernel_separate", "")
-    apart = "user" in separate.split(",") or how == "inferred"
+    separate = (run.get("transport") or {}).get("one_kernel_separate", "")
     failed = run.get("status") in (RunStatus.FAILED.value, RunStatus.TIMEOUT.value)
-    if not apart and not failed:
-        return  # one kernel, one user namespace: shared memory between the "nodes" works, only unlike a cluster's
     runtime = (run.get("tags") or {}).get("runtime") or ""
     said = ("the ranks said one boot id under these host names" if how == "recorded" else
             "each rank was alone on its node, yet one was refused another's shared memory")
@@ -136,10 +133,10 @@ def nodes_one_kernel(rule, run: dict):
         "problem" if failed else "warning", "nodes of one machine: UCX took shared memory between them",
         f"The ranks ran on different Slurm nodes ({nodes}) that share one kernel ({said}): the nodes are "
         "namespaces of one machine, as on a one-machine demo cluster. UCX counts peers with the same boot id as "
-        "one system and connects them through shared memory (posix, cma) rather than the network"
-        + (", which ranks in user namespaces of their own (a container each" + (f", {runtime}" if runtime else "")
-           + ") may not attach: UCX's proc-link and CMA are refused between them" if apart else "")
-        + (f" (this run: {run.get('status')})." if failed else ".")
+        "one system and connects them through shared memory (posix, cma) rather than the network, which ranks in "
+        "user namespaces of their own (a container each" + (f", {runtime}" if runtime else "") + ") may not "
+        "attach: UCX's proc-link and CMA are refused between them" + (f" (this run: {run.get('status')})." if failed
+                                                                      else ".")
         + " Joining a node's ranks cannot help: the peers are on different nodes. Real cluster nodes each have "
         "their own kernel and do not meet this.",
         "For rows across these nodes keep UCX off shared memory between them: UCX_TLS=tcp (in mpistack a "

@@ -35,17 +35,24 @@ SHM_ATTACH_REFUSED = ("ucx-posix-proc-link-denied", "ucx-mm-connect-failed", "uc
 
 
 def one_kernel_nodes(run: dict) -> tuple[str, str] | None:
-    """For a run over several nodes whose ranks shared one kernel (nodes that are namespaces of one machine, as
-    a one-machine Slurm cluster's): the node names and how that is known. `recorded`: ranks of several host names
-    said one boot id (mpistack-bench's confinement lines in the transport probe); `inferred`: every rank alone on
+    """For a run over several nodes that share one kernel (nodes that are namespaces of one machine, as a
+    one-machine Slurm cluster's), whose ranks in user namespaces of their own met UCX's shared memory between
+    the nodes: the node names and how that is known. `recorded`: ranks of several host names said one boot id
+    and different user namespaces (mpistack-bench's confinement lines in the transport probe), and a rank was
+    refused another's memory or the MPI said it took shared memory between nodes; `inferred`: every rank alone on
     its node, yet one was refused another's shared memory, which UCX offers only to peers of its own system (one
-    boot id: ucs_get_system_id). None otherwise."""
+    boot id: ucs_get_system_id). None otherwise (ranks of one user namespace share memory across such nodes)."""
     if (run.get("nodes") or 1) < 2 or not launched(run):
         return None
     transport = run.get("transport") or {}
+    refused = any(hit.signature.id in SHM_ATTACH_REFUSED for hit in match(run.get("message")))
+    if transport.get("one_kernel") == "none":
+        return None  # the ranks said their boot ids: no two nodes share a kernel
     if transport.get("one_kernel"):
-        return transport["one_kernel"], "recorded"
-    if ranks_per_node(run) == 1 and any(hit.signature.id in SHM_ATTACH_REFUSED for hit in match(run.get("message"))):
+        apart = "user" in transport.get("one_kernel_separate", "").split(",")
+        met = refused or transport.get("inter") == "shm"
+        return (transport["one_kernel"], "recorded") if apart and met else None
+    if ranks_per_node(run) == 1 and refused:
         return (run.get("tags") or {}).get("slurm_nodes") or f"{run['nodes']} nodes", "inferred"
     return None
 
