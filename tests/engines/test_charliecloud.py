@@ -231,6 +231,25 @@ def test_bind_under_charliecloud_binds_each_host_library_onto_a_target_the_prepa
     assert f"--set-env=LD_LIBRARY_PATH={MOUNT_DIR}" in launch.argv
 
 
+def test_a_throwaway_container_of_a_reference_runs_its_converted_image_with_its_bind_targets_made(tmp_path,
+                                                                                                 monkeypatch):
+    """The image checks (fabric-swap's libfabric facts) name a built image by its reference, as with podman:
+    Charliecloud runs the converted directory, with the bind's target made in it (ch-run binds only onto paths
+    the image has)."""
+    from mpistack.engines.base import Engine
+
+    monkeypatch.setenv("MPISTACK_CHARLIECLOUD_IMAGES", str(tmp_path / "store"))
+    engine = CharliecloudEngine()
+    image = Path(engine.planned_image("ref:1"))
+    image.mkdir(parents=True)
+    monkeypatch.setattr(CharliecloudEngine, "prepare_image", lambda self, reference, digest=None: str(image))
+    ran = []
+    monkeypatch.setattr(Engine, "run", lambda self, spec, timeout=600: ran.append(self.run_argv(spec)))
+    engine.run(ContainerRun(image="ref:1", argv=["cp", "a", "/out/b"], mounts=[f"{tmp_path}:/out"]))
+    assert (image / "out").is_dir()
+    assert ran[0][-5:] == [str(image), "--", "cp", "a", "/out/b"] and f"--bind={tmp_path}:/out" in ran[0]
+
+
 def test_bind_targets_are_made_once_in_the_converted_image_and_never_outside_it(tmp_path, monkeypatch):
     monkeypatch.setenv("MPISTACK_CHARLIECLOUD_IMAGES", str(tmp_path / "store"))
     engine = CharliecloudEngine()

@@ -22,6 +22,7 @@ unset, the name of the user running mpistack goes into every ch-run's environmen
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from ..cache import cache_dir
 from ..registry import ENGINES
-from .base import ContainerRun, EngineError
+from .base import ContainerRun, EngineError, RunResult
 from .confinement import Confinement
 from .containment import Job
 from .podman import PodmanEngine
@@ -125,6 +126,17 @@ class CharliecloudEngine(PodmanEngine):
 
     def planned_image(self, reference: str) -> str:
         return str(images_dir() / "images" / _name(reference))
+
+    def run(self, spec: ContainerRun, *, timeout: float | None = 600) -> RunResult:
+        """One container to its end (`stack run`, the image checks), of a built image named by its reference as
+        podman's are (converted first, once per digest) or by its directory; the targets of its binds made in
+        the image, where ch-run binds only onto paths the image has."""
+        if not os.path.isdir(spec.image):
+            reference = spec.image
+            spec = dataclasses.replace(spec, image=self.prepare_image(reference))
+            moved = self._case_paths(spec)  # a case's directory goes to CASE_MOUNT, which conversion made
+            self.prepare_mounts(reference, [mount for mount in spec.mounts if mount.split(":")[0] not in moved])
+        return super().run(spec, timeout=timeout)
 
     def prepare_image(self, reference: str, digest: str | None = None) -> str:
         """The directory image of `reference`, converted from podman's storage unless the one of its digest
