@@ -80,11 +80,12 @@ def test_the_dry_run_counts_the_pilot_beside_the_maximum_and_the_budget(tmp_path
     assert "most: the maximum of 10 rounds; the budget, 15 min, may end them sooner" in lines[heading + 3]
 
 
-@pytest.mark.parametrize("fields, line", [("pilot", "pilot = 2\nrepeats = 4"),
-                                          ("pilot and budget", "pilot = 2\nrepeats = 4\nbudget = \"5m\"")])
-def test_a_batch_launcher_with_a_pilot_or_budget_is_refused_naming_the_fix(tmp_path, fields, line):
-    path = campaign_file(tmp_path, f"""launcher = "slurm"
-{line}
+def test_a_batch_launcher_with_a_budget_and_no_pilot_is_refused_naming_the_fix(tmp_path):
+    """Under a batch launcher the budget decides whether the next stage is submitted: a fixed design is one
+    stage, so its budget would stop nothing."""
+    path = campaign_file(tmp_path, """launcher = "slurm"
+repeats = 4
+budget = "5m"
 approaches = ["native"]
 benchmarks = ["latency"]
 [[stack]]
@@ -94,7 +95,22 @@ host = "mpich"
     for extra in (["--dry-run"], ["--db", str(tmp_path / "b.db")]):
         result = mpistack("run", path, *extra, home=tmp_path, check=2)
         text = " ".join(result.stderr.split())
-        assert f"{fields} need" in text and 'under launcher = "slurm" remove ' + fields in text
+        assert 'budget without pilot: under launcher = "slurm"' in text and "set pilot (e.g. pilot = 2)" in text
+
+
+def test_a_batch_launcher_runs_a_sequential_campaign_in_its_dry_run(tmp_path):
+    path = campaign_file(tmp_path, """launcher = "slurm"
+pilot = 2
+repeats = 4
+budget = "5m"
+approaches = ["native"]
+benchmarks = ["latency"]
+[[stack]]
+name = "h"
+host = "mpich"
+""", name="b")
+    out = " ".join(mpistack("run", path, "--dry-run", home=tmp_path).stdout.split())
+    assert "sequential: a pilot of 2 rounds for every case" in out and "budget 5 min" in out
 
 
 @pytest.mark.slow
