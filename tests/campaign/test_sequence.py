@@ -156,7 +156,7 @@ def test_a_resumed_campaign_has_only_what_its_stored_launches_left_of_the_budget
     clock = Clock()
     launches = Launches(chosen, expand(chosen), set(), None, 1, clock=clock, spent=6.0)
     assert len(run_all(launches, clock, seconds=4.0)) == 1 and launches.stopped == "budget"  # 4 s were left
-    with pytest.raises(CampaignError, match="the budget is spent: the launches stored before took 12 s of its 10 s"):
+    with pytest.raises(CampaignError, match="the budget is spent: the sessions before took 12 s of its 10 s"):
         check_budget(chosen, estimate(30.0, known=10), spent=12.0)
     assert "budget = 4 s left of 10 s is less than the pilot's" in check_budget(chosen, estimate(8.0, known=0),
                                                                                    spent=6.0)

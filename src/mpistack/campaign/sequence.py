@@ -94,8 +94,8 @@ def describe_most(campaign: Campaign) -> str:
 
 def describe_spent(campaign: Campaign, spent: float) -> str:
     """A resumed campaign's budget: what its stored launches took of it, and what is left for this session."""
-    return (f"the budget: {duration(spent)} of {duration(campaign.budget)} spent by the launches stored before; "
-            f"{duration(campaign.budget - spent)} left")
+    return (f"the budget: {duration(spent)} of {duration(campaign.budget)} spent by the sessions before (from "
+            f"the start of their launches to their last stored one); {duration(campaign.budget - spent)} left")
 
 
 def _cost(pilot: Estimate) -> str:
@@ -112,7 +112,7 @@ def check_budget(campaign: Campaign, pilot: Estimate, spent: float = 0.0) -> str
         return None
     where = campaign.path or campaign.name
     if spent and spent >= campaign.budget:
-        raise CampaignError(f"{where}: the budget is spent: the launches stored before took {duration(spent)} of "
+        raise CampaignError(f"{where}: the budget is spent: the sessions before took {duration(spent)} of "
                             f"its {duration(campaign.budget)}; give a larger one to go on (`mpistack run --resume "
                             "--budget 30m`, or budget = in the file)")
     if pilot.seconds <= campaign.budget - spent:

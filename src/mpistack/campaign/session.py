@@ -27,7 +27,7 @@ from ..spec.case import Case
 from ..spec.status import RunStatus
 from ..spec.terminal import hanging, printable
 from ..cache import private_directory
-from ..store.campaigns import (campaign_statuses, finished_case_keys, latest_campaign, stored_launch_seconds,
+from ..store.campaigns import (SESSION_TAG, campaign_statuses, finished_case_keys, latest_campaign, spent_budget_seconds,
                                lock_campaign, next_campaign_id, start_campaign, unlock_campaign)
 from ..store.address import store_identity
 from ..store.database import StoreUnavailable
@@ -266,7 +266,7 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
     if staged:
         pilot = sequence.pilot_estimate(campaign, todo, database, found.refused)
         # a resumed campaign goes on with what its stored launches left of the budget, not a fresh one
-        spent = stored_launch_seconds(database, campaign_id) if already and campaign.budget is not None else 0.0
+        spent = spent_budget_seconds(database, campaign_id) if already and campaign.budget is not None else 0.0
         if warning := sequence.check_budget(campaign, pilot, spent):  # one the pilot cannot fit ends the run here
             found.warnings.append(warning)
         per_launch = pilot.seconds / pilot.launches if pilot.launches else 0.0
@@ -298,8 +298,10 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
     declared = LAUNCHERS.get(campaign.launcher)  # the registry says what it is and how to open it
     batch = declared.can.batch
     launcher = declared.open(campaign, resources, store=store, earlier_workdir=earlier_workdir)
+    # a budgeted campaign's runs say when this session's launches began: --resume counts its real wall time
+    session = {SESSION_TAG: f"{time.time():.3f}"} if campaign.budget is not None else {}
     context = stages.CaseContext(campaign, campaign_id, resources, launcher, database,
-                                 tags={**campaign.tags, "campaign": campaign.name}, journal=kept,
+                                 tags={**campaign.tags, "campaign": campaign.name, **session}, journal=kept,
                                  on_store_retry=store_retry)
     try:
         ran, interrupted = (_run_batched(context, launches, console, found) if batch
