@@ -30,12 +30,10 @@ def latency_program(directory: Path) -> Path:
     return script
 
 
-def sequential_campaign(tmp_path: Path, extra: str = "") -> Path:
-    return campaign_file(tmp_path, f"""pilot = 6
-repeats = 10
-seed = 3
-timeout = 30
-{extra}""" + HOST_MPICH_ONE_RANK + f"""
+def latency_and_variants(tmp_path: Path) -> str:
+    """The latency benchmark of latency_program and three variants: the A/A control, a row twice as slow
+    (settled at the pilot's look) and a noisy one (open after it)."""
+    return f"""
 [[benchmark]]
 name = "latency"
 program = "{latency_program(tmp_path)}"
@@ -52,7 +50,27 @@ approaches = ["native"]
 name = "noisy"
 env = {{ NOISY = "1" }}
 approaches = ["native"]
-""", name="seq")
+"""
+
+
+def sequential_campaign(tmp_path: Path, extra: str = "") -> Path:
+    return campaign_file(tmp_path, f"""pilot = 6
+repeats = 10
+seed = 3
+timeout = 30
+{extra}""" + HOST_MPICH_ONE_RANK + latency_and_variants(tmp_path), name="seq")
+
+
+def slurm_campaign(tmp_path: Path, design: str) -> Path:
+    """A campaign of the host's MPICH under launcher = "slurm" with `design` (repeats, pilot, budget)."""
+    return campaign_file(tmp_path, f"""launcher = "slurm"
+{design}
+approaches = ["native"]
+benchmarks = ["latency"]
+[[stack]]
+name = "h"
+host = "mpich"
+""", name="b")
 
 
 @pytest.mark.parametrize("budget, message", [("0", "--budget 0: expected a positive time"),
@@ -84,15 +102,7 @@ def test_the_dry_run_counts_the_pilot_beside_the_maximum_and_the_budget(tmp_path
 def test_a_batch_launcher_with_a_budget_and_no_pilot_is_refused_naming_the_fix(tmp_path):
     """Under a batch launcher the budget decides whether the next stage is submitted: a fixed design is one
     stage, so its budget would stop nothing."""
-    path = campaign_file(tmp_path, """launcher = "slurm"
-repeats = 4
-budget = "5m"
-approaches = ["native"]
-benchmarks = ["latency"]
-[[stack]]
-name = "h"
-host = "mpich"
-""", name="b")
+    path = slurm_campaign(tmp_path, 'repeats = 4\nbudget = "5m"')
     for extra in (["--dry-run"], ["--db", str(tmp_path / "b.db")]):
         result = mpistack("run", path, *extra, home=tmp_path, check=2)
         text = " ".join(result.stderr.split())
@@ -100,16 +110,7 @@ host = "mpich"
 
 
 def test_a_batch_launcher_runs_a_sequential_campaign_in_its_dry_run(tmp_path):
-    path = campaign_file(tmp_path, """launcher = "slurm"
-pilot = 2
-repeats = 4
-budget = "5m"
-approaches = ["native"]
-benchmarks = ["latency"]
-[[stack]]
-name = "h"
-host = "mpich"
-""", name="b")
+    path = slurm_campaign(tmp_path, 'pilot = 2\nrepeats = 4\nbudget = "5m"')
     out = " ".join(mpistack("run", path, "--dry-run", home=tmp_path).stdout.split())
     assert "sequential: a pilot of 2 rounds for every case" in out and "budget 5 min" in out
 

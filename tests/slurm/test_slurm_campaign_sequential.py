@@ -7,13 +7,15 @@ the budget counts the stages' wall time, the queue included. Nothing here mocks 
 
 from __future__ import annotations
 
+import signal
 import sqlite3
 
 import pytest
 
-from tests.cli.test_run_sequential import latency_program
+from tests.cli.test_run_sequential import latency_and_variants
 
-from .test_slurm_campaign import finish, start_mpistack
+from .test_slurm_campaign import bundles, finish, jobs_dir, start_mpistack
+from .test_slurm_cluster import wait_for
 
 pytestmark = pytest.mark.slurm
 
@@ -43,26 +45,7 @@ host = "mpich"
 [[placement]]
 ranks = 1
 
-[[benchmark]]
-name = "latency"
-program = "{latency_program(tmp_path)}"
-
-[[variant]]
-name = "a-a"
-control = true
-env = {{ MPISTACK_CONTROL = "a-a" }}
-approaches = ["native"]
-
-[[variant]]
-name = "slow"
-env = {{ FACTOR = "2" }}
-approaches = ["native"]
-
-[[variant]]
-name = "noisy"
-env = {{ NOISY = "1" }}
-approaches = ["native"]
-"""
+""" + latency_and_variants(tmp_path)
 
 
 def launches_by_variant(db) -> dict[str, list[tuple[int, int]]]:
@@ -103,3 +86,21 @@ def test_a_stage_whose_wall_time_does_not_fit_the_budget_is_not_submitted(slurm_
     # (unless no row went on at the pilot's look: the noisy row's own forecast may stop it)
     assert "rounds 7–10 (12 launches" in out and "budget: the next rounds did not fit" in out \
         or " 0 going on" in out, out
+
+
+def test_a_killed_sequential_run_resumes_its_stage_without_submitting_twice(slurm_cluster, tmp_path):
+    text = sequential_text(tmp_path, "20m")
+    script = tmp_path / "latency.sh"  # each launch at least 0.3 s, so that the pilot's jobs are still running
+    script.write_text(script.read_text().replace("#!/bin/sh\n", "#!/bin/sh\nsleep 0.3\n", 1))
+    proc = start_mpistack(slurm_cluster, tmp_path, text)
+    jobs = jobs_dir(tmp_path, "seq")
+    assert wait_for(lambda: any(b["job"] for b in bundles(jobs)), 60), bundles(jobs)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    out = " ".join(finish(start_mpistack(slurm_cluster, tmp_path, text, "--resume"), timeout=900).split())
+    assert "spent by the sessions before" in out and "look after 6 rounds:" in out, out
+    launches = launches_by_variant(tmp_path / "db.sqlite")
+    cases = [(variant, round_) for variant, runs in launches.items() for round_, _ in runs]
+    assert len([case for case in cases if case[1] <= 6]) == 30  # the pilot whole, each case once
+    assert len(launches["slow"]) == 6 and len(launches["a-a"]) in (6, 10)
+    assert sorted(launches["a-a"]) == sorted(set(launches["a-a"]))  # no launch stored twice
