@@ -138,6 +138,16 @@ class ContainerRuntime:
         or every rank), then the runtime's command; a runtime that plugs into srun checks srun's options."""
         return [*starter, *self.run_argv(spec)]
 
+    def ranks_are_another_uid(self) -> bool:
+        """Whether the ranks in this runtime's containers are another uid to themselves than the user who
+        starts them is outside (rootless podman: uid 0 inside). A PMIx server compares the uid its clients
+        report with its job's, so such ranks are refused by a server that runs as the user."""
+        return False
+
+    def in_ranks_user_namespace(self, argv: Sequence[str]) -> list[str]:
+        """`argv` run in the user namespace of this runtime's containers, as the uid the ranks are there."""
+        return list(argv)
+
     def launcher_env(self, spec: "ContainerRun") -> dict[str, str]:
         """What the launcher's own environment must hold for `spec`'s containers (pyxis reads the values of
         the variables it passes in from srun's environment); nothing for most runtimes."""
