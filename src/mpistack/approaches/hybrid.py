@@ -36,9 +36,9 @@ PMIX_ENV_PATTERNS = ["PMIX_*", "OMPI_*"]
 PMIX_CLIENT_ENV = {"PMIX_MCA_gds": "hash"}
 OPEN_MPI_AS_ROOT = ["OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"]
 ROOTLESS_PMIX_REFUSAL = (
-    "Open MPI ranks in {runtime} containers without root are uid 0 inside, and the {launcher} launcher's PMIx "
-    "server (on the node, as the user) refuses clients that report another uid than its job's (PMIx psec "
-    "native: 'socket cred contains invalid uid 0'): run it as root, in one container (approach container), "
+    "Open MPI ranks in {runtime} containers without root are uid 0 inside, while the {launcher} launcher's "
+    "PMIx server runs as the user on the node and checks the uid its clients report against its job's (PMIx "
+    "psec native): they would wait until killed. Run it as root, in one container (approach container), "
     "or with Charliecloud (its ranks are the user)")
 
 
