@@ -25,8 +25,10 @@ def test_the_interface_is_what_the_approaches_and_launchers_call():
 
 
 #: the methods with a default every runtime may keep: nothing to add to the caller's or launcher's environment,
-#: the launcher's options followed by the runtime's command, and bind targets the runtime makes itself
-DEFAULTS = {"env_overrides", "launcher_env", "launch_argv", "prepare_mounts", "rendered_image"}
+#: the launcher's options followed by the runtime's command, and bind targets the runtime makes itself, the built image named as it is, ranks
+#: that are the user who starts them (a launcher that needs no other user namespace)
+DEFAULTS = {"env_overrides", "launcher_env", "launch_argv", "prepare_mounts", "ranks_are_another_uid",
+            "in_ranks_user_namespace", "rendered_image"}
 
 
 def test_every_runtime_of_a_cluster_is_registered_and_renders():

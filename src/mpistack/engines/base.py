@@ -149,6 +149,16 @@ class ContainerRuntime:
         for, else the built image's `reference`."""
         return asked or reference
 
+    def ranks_are_another_uid(self) -> bool:
+        """Whether the ranks in this runtime's containers are another uid to themselves than the user who
+        starts them is outside (rootless podman: uid 0 inside). A PMIx server compares the uid its clients
+        report with its job's, so such ranks are refused by a server that runs as the user."""
+        return False
+
+    def in_ranks_user_namespace(self, argv: Sequence[str]) -> list[str]:
+        """`argv` run in the user namespace of this runtime's containers, as the uid the ranks are there."""
+        return list(argv)
+
     def launcher_env(self, spec: "ContainerRun") -> dict[str, str]:
         """What the launcher's own environment must hold for `spec`'s containers (pyxis reads the values of
         the variables it passes in from srun's environment); nothing for most runtimes."""

