@@ -21,6 +21,11 @@ agrees perfectly), so it prints five targets, each with its Wilson score interva
   and measured rows are decided (`Y` or `(Y)`);
 * T5: a rerun's ratio at a size falls inside the first run's 95 % interval (about 83 % when calibrated).
 
+Beside T4's decided share, T4r prints the decided share among the rows the A/A control says the run can
+resolve (every message regime of the row's benchmark has a control interval within the practical floor in
+that run): on a machine whose own noise leaves most rows open, the share of what it could decide at all. It
+is printed for both designs and not counted among the targets a level or a design must meet.
+
 `--replay N,...` runs nothing. It cuts the stored launches into *rounds* (every case's launch of one repeat, the
 `round` or `repeat` run tag), oldest first, and replays sets of three back-to-back campaigns of N launches per
 case: each takes N consecutive rounds, and the three take disjoint ones, so no launch is used twice in a set and
@@ -51,7 +56,7 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Callable, Iterable, Sequence
 
-from mpistack.analysis.answers import Answer, Settings, answer
+from mpistack.analysis.answers import Answer, Settings, answer, control_resolution
 from mpistack.analysis.evidence import Row, RowKey, rows_from
 from mpistack.analysis.statistics import DEFAULT_FLOOR
 from mpistack.spec.campaign import planned_looks
@@ -72,6 +77,10 @@ TRANSPORT_SELECTORS = ("FI_PROVIDER", "UCX_TLS", "OMPI_MCA_btl")
 INJECTED_LOSSES = (0.20, 0.15)
 #: How far, in standard errors of one run, a row's effect must lie from every edge to count as clear (T4).
 CLEAR_SE = 3.0
+#: The decided share among the rows whose every regime the A/A control resolves in the same run: printed beside
+#: T4's (a proposed target for a machine whose own noise leaves most rows open), not among the targets a level
+#: or a design must meet.
+RESOLVABLE = "T4r"
 #: The confidence of the interval whose calibration T5 checks.
 CALIBRATED = 0.95
 REPLAY = "replay"  # the campaign a replayed run claims to belong to (its rows' scope: "campaign replay")
@@ -207,8 +216,12 @@ def tally_set(launches: Launches, runs: Sequence[Rounds], answers: list[list[Ans
     rows, same, contradicting = agreement([classes_of(run) for run in answers])
     tally = Counter(sets=1, rows=len(rows), same=len(same), contradicting=len(contradicting))
     for run in answers:
+        # the control's rows as the campaign file names them (stores written before the control tag included)
+        controls = [dataclasses.replace(result, control=True) for result in run
+                    if result.key.variant in launches.controls]
+        resolves = {(r.benchmark, r.regime) for r in control_resolution(controls) if r.within_floor}
         for result in run:
-            tally.update(_labels(result, launches))
+            tally.update(_labels(result, launches, resolves))
     tally.update(_clear(launches, runs, answers, settings))
     calibrated = answers if math.isclose(settings.confidence, CALIBRATED) else judged(
         launches, runs, dataclasses.replace(settings, alpha=(1 - CALIBRATED) / 2))  # the interval at 1 - 2 alpha
@@ -217,12 +230,18 @@ def tally_set(launches: Launches, runs: Sequence[Rounds], answers: list[list[Ans
     return tally
 
 
-def _labels(result: Answer, launches: Launches) -> Counter:
-    """What one answer counts for: its class, whether it was measured and decided, A/A and forced TCP (T2-T4)."""
+def _labels(result: Answer, launches: Launches, resolves: set[tuple[str, str]] = frozenset()) -> Counter:
+    """What one answer counts for: its class, whether it was measured and decided, A/A and forced TCP (T2-T4).
+    ``resolves``: the (benchmark, regime) pairs whose A/A control interval lay within the floor in the same run;
+    a measured row all of whose regimes are among them is one the control says this machine can resolve."""
     label = result.label
     counts = Counter({f"class {label}": 1})
     if result.sizes:
-        counts.update(measured=1, decided=int(label in ("Y", "(Y)")))
+        decided = int(label in ("Y", "(Y)"))
+        counts.update(measured=1, decided=decided)
+        if result.key.variant not in launches.controls and result.regimes and all((result.key.benchmark, regime) in resolves
+                                                         for regime in result.regimes):
+            counts.update(resolvable=1, **{"resolvable decided": decided})
     if result.key.variant in launches.controls:
         counts.update({"aa": 1, f"aa {label}": 1})
     if result.key.variant in launches.forced_tcp:
@@ -352,7 +371,7 @@ class Target:
 
     def describe(self) -> str:
         if not self.trials:
-            return f"  {self.code}  {self.what:<56} not measured: {self.missing}"
+            return f"  {self.code:<3} {self.what:<56} not measured: {self.missing}"
         low, high = wilson(self.hits, self.trials)
         if self.per_set:
             figure = (f"{self.share * self.per_set:5.2f} per set [{low * self.per_set:.2f}, "
@@ -365,7 +384,7 @@ class Target:
         inside = self.low - 1e-12 <= low and high <= self.high + 1e-12
         verdict = ("met" if inside else "met, the interval reaches past it") if self.met else (
             "not met" if high < self.low or low > self.high else "not met, the interval reaches it")
-        return (f"  {self.code}  {self.what:<56} {figure:<30} n {self.trials:<6.0f} target {goal:<16} {verdict}")
+        return (f"  {self.code:<3} {self.what:<56} {figure:<30} n {self.trials:<6.0f} target {goal:<16} {verdict}")
 
 
 def targets(tally: Counter, scale: float = 1.0, replay: bool = False) -> list[Target]:
@@ -395,6 +414,8 @@ def targets(tally: Counter, scale: float = 1.0, replay: bool = False) -> list[Ta
         share("T4", f"rows >= {CLEAR_SE:g} SE from every edge: one class in {runs}", "clear same", "clear",
               low=0.95, missing="no row is that clear"),
         share("T4", "measured rows decided (Y or (Y))", "decided", "measured", low=0.75, missing="no measured rows"),
+        share(RESOLVABLE, "rows the A/A control resolves: decided", "resolvable decided", "resolvable", low=0.90,
+              missing="the A/A control resolved the floor in no regime of a measured row"),
         share("T5", "a rerun's ratio inside the first run's 95% interval", "inside", "reruns", low=0.80,
               high=0.87, missing="no size with an interval in two runs"),
     ]
@@ -496,9 +517,29 @@ def replay(launches: Launches, counts: list[int], trials: int, runs: int,
               + (f"; looks after {', '.join(map(str, looks))} rounds" if looks else ""))
         print_targets(tally, disjoint / sets, replay=True)
         met[count] = (all(target.met for target in targets(tally, disjoint / sets, replay=True)
-                          if target.trials and target.code != "T5"),  # T5 is of the 95% interval, any level
+                          # T5 is of the 95% interval, any level; the resolvable share is a proposal, printed
+                          if target.trials and target.code not in ("T5", RESOLVABLE)),
                       tally)
     return met
+
+
+def side_by_side(fixed: dict[int, tuple[bool, Counter]], sequential: dict[int, tuple[bool, Counter]],
+                 rounds: int, runs: int) -> None:
+    """Per count replayed both ways: the decided share, the same among rows the A/A control resolves (T4r), the
+    launches spent and the targets not met, one line per design."""
+    print("\n== side by side: decided (T4), decided where the A/A control resolves (T4r), launches, targets "
+          "not met ==")
+    print(f"{'launches':>8}  {'design':<10}  {'decided':>8}  {'T4r':>8}  {'spent':>6}  not met")
+    for count in sorted(set(fixed) & set(sequential)):
+        for design, (_, tally) in (("fixed", fixed[count]), ("sequential", sequential[count])):
+            scale = (rounds // (count * runs)) / tally["sets"]
+            missed = sorted({target.code for target in targets(tally, scale, replay=True)
+                             if target.trials and not target.met and target.code not in ("T5", RESOLVABLE)})
+            resolvable = (f"{tally['resolvable decided'] / tally['resolvable']:.1%}" if tally["resolvable"]
+                          else "-")
+            print(f"{count:>8}  {design:<10}  {tally['decided'] / max(tally['measured'], 1):>8.1%}  "
+                  f"{resolvable:>8}  {tally['launches spent'] / max(tally['launches fixed'], 1):>6.0%}  "
+                  + (" ".join(missed) or "none"))
 
 
 def choose_level(launches: Launches, counts: list[int], trials: int, runs: int, settings: Settings,
@@ -678,9 +719,10 @@ def main() -> None:
             choose_level(launches, counts, args.trials, args.runs, settings, levels)
         elif args.sequential:
             print("== the fixed design ==")
-            replay(launches, counts, args.trials, args.runs, settings)
+            fixed = replay(launches, counts, args.trials, args.runs, settings)
             print(f"\n== sequential: pilot {args.sequential}, the count the maximum ==")
-            replay(launches, counts, args.trials, args.runs, settings, args.sequential)
+            sequential = replay(launches, counts, args.trials, args.runs, settings, args.sequential)
+            side_by_side(fixed, sequential, len(launches.rounds), args.runs)
         else:
             replay(launches, counts, args.trials, args.runs, settings)
     elif campaign_ids:

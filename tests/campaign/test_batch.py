@@ -153,6 +153,7 @@ def test_node_failures_are_retried_within_the_budget(tmp_path):
     ((_, status, message),) = stored(tmp_path)
     assert len(slurm.jobs) == 2  # retries = 1: one more submission, then failed
     assert status == "failed" and "job 2 ended NODE_FAIL on node1; its node failed, after 2 submission(s)" in message
+    assert tag(tmp_path, stored(tmp_path)[0][0], "not_launched") is None  # it ran, on the node that failed
 
 
 def test_a_failed_job_script_fails_its_cases_with_the_job_log(tmp_path):
@@ -167,6 +168,7 @@ def test_a_failed_job_script_fails_its_cases_with_the_job_log(tmp_path):
     ((_, status, message),) = stored(tmp_path)
     assert len(slurm.jobs) == 3  # cases never started: submitted again twice, then given up
     assert status == "failed" and "timeout: command not found" in message
+    assert tag(tmp_path, stored(tmp_path)[0][0], "not_launched") == "queue"  # its step never began
 
 
 def test_a_job_pending_past_its_limit_is_cancelled(tmp_path):
@@ -175,6 +177,8 @@ def test_a_job_pending_past_its_limit_is_cancelled(tmp_path):
     assert slurm.cancelled == ["1"]
     assert {status for _, status, _ in stored(tmp_path)} == {"failed"}
     assert "still pending after 0.3 s (reason: BeginTime); cancelled" in stored(tmp_path)[0][2]
+    # recorded as never launched: the doctor claims nothing of how its ranks would have been confined
+    assert {tag(tmp_path, key, "not_launched") for key, _, _ in stored(tmp_path)} == {"queue"}
 
 
 def test_a_job_queued_behind_the_campaigns_own_running_job_is_not_cancelled(tmp_path):

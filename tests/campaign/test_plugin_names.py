@@ -37,7 +37,8 @@ def test_registered_names_pass():
 
 
 def test_a_runtime_that_cannot_run_here_stops_the_campaign_before_anything_is_built(monkeypatch):
-    """$USER unset under Charliecloud: one error naming the fix, before any build or launch."""
+    """$USER unset under Charliecloud, and no name to take for it: one error naming the fix, before any build or
+    launch."""
     from mpistack.campaign.matrix import expand
     from mpistack.campaign.prepare import planning_resources
     from mpistack.campaign.session import check_runtime
@@ -51,6 +52,11 @@ def test_a_runtime_that_cannot_run_here_stops_the_campaign_before_anything_is_bu
     resources = planning_resources(campaign, stacks, host=HostFacts())
     monkeypatch.setattr(CharliecloudEngine, "runner", "/bin/true")  # installed, as far as this test goes
     monkeypatch.delenv("USER", raising=False)
+
+    def nameless(uid):
+        raise KeyError(uid)
+
+    monkeypatch.setattr("pwd.getpwuid", nameless)
     said = r"(?s)c.toml: engine charliecloud: \$USER is not set.*export USER=.*nothing was launched"
     with pytest.raises(CampaignError, match=said):
         check_runtime(campaign, expand(campaign, stacks), resources)

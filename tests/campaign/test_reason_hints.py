@@ -49,3 +49,16 @@ def test_srun_notes_alone_are_still_the_reason():
     only = "srun: error: node1: task 0: Killed\n"
     outcome = classify(execution(exit_code=137, stderr=only), Parsed(runs=[]), 60)
     assert outcome.message.splitlines()[0] == "exit status 137: srun: error: node1: task 0: Killed"
+
+
+def test_srun_notes_give_way_to_the_error_ucx_wrote_to_standard_output():
+    """Two Charliecloud ranks on the demo cluster's two nodes: srun's notes on stderr, UCX's refusal on stdout
+    (what srun 22.05 and UCX 1.13 printed); the reason is UCX's."""
+    stderr = ("srun: cluster configuration lacks support for cpu binding\n"
+              "srun: Job step aborted: Waiting up to 7 seconds for job step to finish.\n"
+              "srun: error: node2: task 1: Killed\n")
+    stdout = ("[1795928304.785202] [node1:14819:0]        mm_posix.c:219  UCX  ERROR   open(file_name=/proc/14821/fd/14 "
+              "flags=0x0) failed: Permission denied\n")
+    outcome = classify(execution(exit_code=137, stderr=stderr, stdout=stdout), Parsed(runs=[]), 60)
+    assert outcome.message.splitlines()[0] == ("exit status 137: mm_posix.c:219  UCX  ERROR   open(file_name=/proc/"
+                                               "14821/fd/14 flags=0x0) failed: Permission denied")

@@ -114,6 +114,36 @@ def test_a_stage_that_does_not_fit_the_budget_is_not_started_and_the_open_rows_s
     assert launches.conclude() == [("that row", "budget: the next rounds did not fit in what was left of it")]
 
 
+def test_through_a_batch_system_a_stage_is_handed_out_whole_and_costed_by_its_wall_time_queue_included():
+    chosen = campaign(budget=400.0)
+    cases = expand(chosen)
+    open_row = next(case for case in cases if case.approach.name == "container")
+    looks = []
+
+    def judge(campaign_id: int, through: int) -> Look:
+        looks.append(through)
+        return Look({row_identity(open_row): "that row"}, 3, 1)
+
+    clock = Clock()
+    launches = Launches(chosen, cases, set(), judge, 1, clock=clock, queued=True)
+    handed = []
+    for stage in launches.stages():
+        assert looks == [stage[0].repeat - 1] if handed else not looks  # each look after the stage before ended
+        handed.append(stage)
+        for case in stage:
+            launches.ended(case, 1.0)  # a launch takes 1 s, but the queue makes the stage's wall time longer
+        clock.now += 50.0 if len(handed) == 1 else 300.0
+        looks.clear()
+    pilot = len([case for case in cases if case.repeat <= 6])
+    assert len(handed[0]) == pilot
+    # the second stage (24 launches) fit at the pilot's rate (72 launches in 50 s) but took 300 s; the third
+    # (36 launches), at the rate of both (96 in 350 s), would take more than the 50 s left: it is not submitted
+    assert len(handed) == 2 and launches.stopped == "budget"
+    # launched one by one, the same stages would cost their launches' 1 s each and all three be run
+    clock = Clock()
+    assert max(case.repeat for case in run_all(Launches(chosen, cases, set(), judge, 1, clock=clock), clock)) == 16
+
+
 def test_no_launch_starts_once_the_budget_is_spent():
     chosen = campaign(budget=10.0, pilot=None)
     clock = Clock()
@@ -126,7 +156,7 @@ def test_a_resumed_campaign_has_only_what_its_stored_launches_left_of_the_budget
     clock = Clock()
     launches = Launches(chosen, expand(chosen), set(), None, 1, clock=clock, spent=6.0)
     assert len(run_all(launches, clock, seconds=4.0)) == 1 and launches.stopped == "budget"  # 4 s were left
-    with pytest.raises(CampaignError, match="the budget is spent: the launches stored before took 12 s of its 10 s"):
+    with pytest.raises(CampaignError, match="the budget is spent: the sessions before took 12 s of its 10 s"):
         check_budget(chosen, estimate(30.0, known=10), spent=12.0)
     assert "budget = 4 s left of 10 s is less than the pilot's" in check_budget(chosen, estimate(8.0, known=0),
                                                                                    spent=6.0)

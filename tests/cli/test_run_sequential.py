@@ -5,6 +5,7 @@ goes on with its baseline and the A/A control, the report saying the same."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -29,12 +30,10 @@ def latency_program(directory: Path) -> Path:
     return script
 
 
-def sequential_campaign(tmp_path: Path, extra: str = "") -> Path:
-    return campaign_file(tmp_path, f"""pilot = 6
-repeats = 10
-seed = 3
-timeout = 30
-{extra}""" + HOST_MPICH_ONE_RANK + f"""
+def latency_and_variants(tmp_path: Path) -> str:
+    """The latency benchmark of latency_program and three variants: the A/A control, a row twice as slow
+    (settled at the pilot's look) and a noisy one (open after it)."""
+    return f"""
 [[benchmark]]
 name = "latency"
 program = "{latency_program(tmp_path)}"
@@ -51,7 +50,27 @@ approaches = ["native"]
 name = "noisy"
 env = {{ NOISY = "1" }}
 approaches = ["native"]
-""", name="seq")
+"""
+
+
+def sequential_campaign(tmp_path: Path, extra: str = "") -> Path:
+    return campaign_file(tmp_path, f"""pilot = 6
+repeats = 10
+seed = 3
+timeout = 30
+{extra}""" + HOST_MPICH_ONE_RANK + latency_and_variants(tmp_path), name="seq")
+
+
+def slurm_campaign(tmp_path: Path, design: str) -> Path:
+    """A campaign of the host's MPICH under launcher = "slurm" with `design` (repeats, pilot, budget)."""
+    return campaign_file(tmp_path, f"""launcher = "slurm"
+{design}
+approaches = ["native"]
+benchmarks = ["latency"]
+[[stack]]
+name = "h"
+host = "mpich"
+""", name="b")
 
 
 @pytest.mark.parametrize("budget, message", [("0", "--budget 0: expected a positive time"),
@@ -80,21 +99,20 @@ def test_the_dry_run_counts_the_pilot_beside_the_maximum_and_the_budget(tmp_path
     assert "most: the maximum of 10 rounds; the budget, 15 min, may end them sooner" in lines[heading + 3]
 
 
-@pytest.mark.parametrize("fields, line", [("pilot", "pilot = 2\nrepeats = 4"),
-                                          ("pilot and budget", "pilot = 2\nrepeats = 4\nbudget = \"5m\"")])
-def test_a_batch_launcher_with_a_pilot_or_budget_is_refused_naming_the_fix(tmp_path, fields, line):
-    path = campaign_file(tmp_path, f"""launcher = "slurm"
-{line}
-approaches = ["native"]
-benchmarks = ["latency"]
-[[stack]]
-name = "h"
-host = "mpich"
-""", name="b")
+def test_a_batch_launcher_with_a_budget_and_no_pilot_is_refused_naming_the_fix(tmp_path):
+    """Under a batch launcher the budget decides whether the next stage is submitted: a fixed design is one
+    stage, so its budget would stop nothing."""
+    path = slurm_campaign(tmp_path, 'repeats = 4\nbudget = "5m"')
     for extra in (["--dry-run"], ["--db", str(tmp_path / "b.db")]):
         result = mpistack("run", path, *extra, home=tmp_path, check=2)
         text = " ".join(result.stderr.split())
-        assert f"{fields} need" in text and 'under launcher = "slurm" remove ' + fields in text
+        assert 'budget without pilot: under launcher = "slurm"' in text and "set pilot (e.g. pilot = 2)" in text
+
+
+def test_a_batch_launcher_runs_a_sequential_campaign_in_its_dry_run(tmp_path):
+    path = slurm_campaign(tmp_path, 'pilot = 2\nrepeats = 4\nbudget = "5m"')
+    out = " ".join(mpistack("run", path, "--dry-run", home=tmp_path).stdout.split())
+    assert "sequential: a pilot of 2 rounds for every case" in out and "budget 5 min" in out
 
 
 @pytest.mark.slow
@@ -152,7 +170,8 @@ def stored_launches(db: Path) -> int:
 @pytest.mark.slow
 @needs_mpich
 def test_a_resumed_campaign_goes_on_with_what_is_left_of_its_budget(tmp_path):
-    """The budget is the campaign's, not a session's: --resume counts what the stored launches took."""
+    """The budget is the campaign's, not a session's: --resume counts the wall time the session before spent
+    launching (its looks and the time between launches too), not only its launches' durations."""
     db, path = tmp_path / "s.db", sequential_campaign(tmp_path)
     script = tmp_path / "latency.sh"  # each launch at least 0.4 s
     script.write_text(script.read_text().replace("#!/bin/sh\n", "#!/bin/sh\nsleep 0.4\n", 1))
@@ -167,10 +186,13 @@ def test_a_resumed_campaign_goes_on_with_what_is_left_of_its_budget(tmp_path):
 
     smaller = f"{spent_seconds / 2:.2f}"  # seconds: less than the stored launches took
     spent = mpistack("run", path, "--db", db, "--budget", smaller, "--resume", home=tmp_path, check=2)
-    assert "the budget is spent: the launches stored before took" in " ".join(spent.stderr.split())
+    assert "the budget is spent: the sessions before took" in " ".join(spent.stderr.split())
     assert stored_launches(db) == ran  # a fresh budget would have launched again
 
     more = mpistack("run", path, "--db", db, "--budget", "1h", "--resume", home=tmp_path, check=None)
     text = " ".join(more.stdout.split())
-    assert "of 60 min spent by the launches stored before; 59 min left" in text
+    # the first session's wall time, not only its launches': it launched until its 6 s were spent
+    counted = re.search(r"the budget: (\d+) s of 60 min spent by the sessions before \(from the start of their "
+                        r"launches to their last stored one\); 59 min left", text)
+    assert counted and 6 <= int(counted.group(1)) and int(counted.group(1)) >= spent_seconds - 0.5, text
     assert stored_launches(db) > ran

@@ -60,16 +60,28 @@ def test_the_image_environment_is_written_one_variable_a_line():
     assert environment_file(["PATH=/usr/bin:/bin", "BAD\nVALUE=1", "NOEQUALS"]) == "PATH=/usr/bin:/bin\n"
 
 
-def test_ch_run_missing_or_no_user_is_one_error_naming_the_fix(monkeypatch):
+def test_ch_run_missing_is_one_error_naming_the_fix(monkeypatch):
     engine = CharliecloudEngine()
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(EngineError, match="apt-get install charliecloud-runtime"):
         engine.check()
-    monkeypatch.undo()
-    if shutil.which("ch-run") is None:
-        return
+
+
+def test_user_unset_is_the_users_own_name_in_every_ch_run_s_environment(monkeypatch):
+    engine = CharliecloudEngine()
+    monkeypatch.setattr(CharliecloudEngine, "runner", "/bin/true")  # installed, as far as this test goes
+    monkeypatch.setenv("USER", "someone")
+    assert "USER" not in engine.env_overrides()  # a set $USER is the caller's to keep
     monkeypatch.delenv("USER", raising=False)
-    with pytest.raises(EngineError, match=r"\$USER is not set.*export USER=\$\(id -un\)"):
+    engine.check()
+    assert engine.env_overrides()["USER"] == pwd.getpwuid(os.getuid()).pw_name
+    assert engine.env_overrides()["CONTAINERS_CONF"]  # podman's own setting stays (it exports the images)
+
+    def nameless(uid):
+        raise KeyError(uid)
+
+    monkeypatch.setattr(pwd, "getpwuid", nameless)
+    with pytest.raises(EngineError, match=r"\$USER is not set and uid \d+ has no name.*export USER=NAME"):
         engine.check()
 
 
@@ -126,8 +138,10 @@ def shared_dir(unprivileged_user):
 
 
 def run_as_user(user: str, argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 60):
+    """`argv` as `user` in a clean environment: PATH, USER, HOME and `env` (a None value leaves that one out)."""
     environment = {"PATH": "/usr/bin:/bin", "USER": user, "HOME": str(cwd), **env}
-    command = ["runuser", "-u", user, "--", "env", "-i", *(f"{k}={v}" for k, v in environment.items()), *argv]
+    command = ["runuser", "-u", user, "--", "env", "-i",
+               *(f"{k}={v}" for k, v in environment.items() if v is not None), *argv]
     try:
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     except subprocess.TimeoutExpired as expired:
@@ -179,6 +193,27 @@ def test_a_container_per_rank_as_an_unprivileged_user_separate_and_joined(mpi, u
         assert separate.returncode != 0
 
 
+def test_a_user_without_user_set_runs_ch_run_with_the_engines_environment(unprivileged_user, shared_dir,
+                                                                        monkeypatch):
+    """An ordinary user whose environment has no $USER: ch-run refuses alone, and runs with what the engine adds
+    for that user (planned as the user: the uid is theirs)."""
+    reference = IMAGES["mpich"]
+    if not _podman_has(reference):
+        pytest.skip(f"{reference} is not built (mpistack stack build debian-mpich)")
+    monkeypatch.setenv("MPISTACK_CHARLIECLOUD_IMAGES", str(shared_dir / "images"))
+    engine = CharliecloudEngine()
+    image = engine.prepare_image(reference)
+    monkeypatch.delenv("USER", raising=False)
+    monkeypatch.setattr(os, "getuid", lambda: pwd.getpwnam(unprivileged_user).pw_uid)
+    added = {key: value for key, value in engine.env_overrides().items() if key == "USER"}
+    assert added == {"USER": unprivileged_user}
+    argv = ["ch-run", image, "--", "sh", "-c", "echo $USER"]
+    bare = run_as_user(unprivileged_user, argv, {"USER": None}, shared_dir)
+    assert bare.returncode != 0  # ch-run alone refuses: the test can fail
+    done = run_as_user(unprivileged_user, argv, {"USER": None, **added}, shared_dir)
+    assert (done.returncode, done.stdout.strip()) == (0, unprivileged_user), done.stderr[-1000:]
+
+
 def test_bind_under_charliecloud_binds_each_host_library_onto_a_target_the_prepare_stage_makes():
     from mpistack.approaches import mount_points
     from mpistack.approaches.base import HostFacts as Facts
@@ -194,6 +229,25 @@ def test_bind_under_charliecloud_binds_each_host_library_onto_a_target_the_prepa
     launch = plan(case, resources, None, [], "bind-1")
     assert f"--bind=/usr/lib/libmpich.so.12:{MOUNT_DIR}/libmpi.so.12" in launch.argv
     assert f"--set-env=LD_LIBRARY_PATH={MOUNT_DIR}" in launch.argv
+
+
+def test_a_throwaway_container_of_a_reference_runs_its_converted_image_with_its_bind_targets_made(tmp_path,
+                                                                                                 monkeypatch):
+    """The image checks (fabric-swap's libfabric facts) name a built image by its reference, as with podman:
+    Charliecloud runs the converted directory, with the bind's target made in it (ch-run binds only onto paths
+    the image has)."""
+    from mpistack.engines.base import Engine
+
+    monkeypatch.setenv("MPISTACK_CHARLIECLOUD_IMAGES", str(tmp_path / "store"))
+    engine = CharliecloudEngine()
+    image = Path(engine.planned_image("ref:1"))
+    image.mkdir(parents=True)
+    monkeypatch.setattr(CharliecloudEngine, "prepare_image", lambda self, reference, digest=None: str(image))
+    ran = []
+    monkeypatch.setattr(Engine, "run", lambda self, spec, timeout=600: ran.append(self.run_argv(spec)))
+    engine.run(ContainerRun(image="ref:1", argv=["cp", "a", "/out/b"], mounts=[f"{tmp_path}:/out"]))
+    assert (image / "out").is_dir()
+    assert ran[0][-5:] == [str(image), "--", "cp", "a", "/out/b"] and f"--bind={tmp_path}:/out" in ran[0]
 
 
 def test_bind_targets_are_made_once_in_the_converted_image_and_never_outside_it(tmp_path, monkeypatch):

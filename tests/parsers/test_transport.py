@@ -173,3 +173,20 @@ def test_the_ranks_confinement_lines_say_which_namespaces_a_node_s_ranks_do_not_
                                                                                        user=6)])
     assert confinement(one_each) == {"ns_separate": "none", "ns_ranks": "2", "cap_eff": "mixed"}
     assert confinement("no such lines\nmpistack-bench: confinement host=") == {}
+
+
+def test_ranks_of_two_host_names_with_one_boot_id_are_said_to_share_one_kernel():
+    """The nodes of a one-machine cluster (namespaces with host names of their own): one boot id, which UCX
+    takes for one system, and the namespaces their ranks did not share between the "nodes"."""
+    from mpistack.parsers.transport import confinement
+
+    line = ("mpistack-bench: confinement host={host} pid={pid} uid=1001 cap_eff=0 ns_user={user} ns_ipc=9 "
+            "ns_pid=8 ns_mnt={user}1 ns_net={net} boot={boot}")
+    demo = "\n".join([line.format(host="node1", pid=10, user=5, net=1, boot="b-1"),
+                      line.format(host="node2", pid=20, user=6, net=2, boot="b-1")])
+    assert confinement(demo) == {"ns_separate": "none", "ns_ranks": "2", "cap_eff": "0", "one_kernel": "node1,node2",
+                                 "one_kernel_separate": "user,mnt,net"}
+    real = "\n".join([line.format(host="node1", pid=10, user=5, net=1, boot="b-1"),
+                      line.format(host="node2", pid=10, user=5, net=1, boot="b-2")])
+    assert confinement(real)["one_kernel"] == "none"  # boot ids said, none shared: nodes of their own
+    assert "one_kernel" not in confinement(demo.replace(" boot=b-1", ""))  # no boot ids said: nothing known

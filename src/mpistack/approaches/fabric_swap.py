@@ -21,6 +21,7 @@ from __future__ import annotations
 from .. import compat
 from ..launchers import LaunchPlan
 from ..registry import APPROACHES
+from ..spec.mpi_family import FAMILIES
 from ..spec.stack import Stack
 from .base import Approach, Refused, Undecided, benchmark_argv, container_plan, image_env
 from .hybrid import per_rank_launch
@@ -33,12 +34,16 @@ NO_HOST_LIBFABRIC = ("the host has no libfabric.so.1 to swap in (ldconfig finds 
 
 
 def ucx_mismatch(name: str, spec: Stack) -> str | None:
-    """Why fabric-swap cannot serve the stack by its stack file alone, before any image is read, or None: a UCX
-    build never loads libfabric. The doctor's plan rules ask this too."""
-    if spec.mpi.netmod != "ucx":
+    """Why fabric-swap cannot serve the stack by its stack file alone, before any image is read, or None: an
+    MPI whose one network layer is UCX (MPICH ch4:ucx) never loads libfabric. An Open MPI build whose preferred
+    device is UCX may still load libfabric (its ofi components): whether the image's does is read from the
+    image. The doctor's plan rules ask this too."""
+    family = FAMILIES.get(spec.mpi.impl)
+    if spec.mpi.netmod != "ucx" or family is None or not family.netmod_fixed:
         return None
     return (f"{name}'s MPI ({spec.mpi.impl} {spec.mpi.device}) carries its messages over UCX, not libfabric, so "
-            "swapping libfabric changes nothing")
+            "swapping libfabric changes nothing; bind runs the image with the host's MPI and its UCX instead, "
+            "and a stack built over libfabric (MPICH ch4:ofi: pip-mpich, source-mpich-ofi) can swap")
 
 
 def swap_facts(case, resources) -> compat.LibfabricSwap:

@@ -13,6 +13,12 @@ passed in, and the ranks use PMIx's hash datastore (PMIX_MCA_gds=hash), which ev
 shared-memory one kept in the server's own directory. Where the image's PMIx and the host's cannot talk
 (compat.pmix_mismatch, after PMIx's published cross-version statement) the case is refused before it
 launches.
+
+Without root, rootless podman makes every rank uid 0 in its container while mpirun runs as the user, and a
+PMIx server compares the uid each client reports with its job's (psec native; over TCP the uid is the
+client's own word): the ranks were refused and waited. mpirun is therefore started in the user namespace the
+user's containers share (`podman unshare`), where it is uid 0 as well. srun's PMIx server is slurmstepd's, out
+of reach: such a case is refused before it launches.
 """
 
 from __future__ import annotations
@@ -28,6 +34,12 @@ PMI_ENV_PATTERNS = ["PMI_*", "MPIR_CVAR_*", "HYDI_*", "HYDRA_*"]
 PMIX_ENV_PATTERNS = ["PMIX_*", "OMPI_*"]
 #: what an Open MPI rank in a container sets for its PMIx client (see the module's text)
 PMIX_CLIENT_ENV = {"PMIX_MCA_gds": "hash"}
+OPEN_MPI_AS_ROOT = ["OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"]
+ROOTLESS_PMIX_REFUSAL = (
+    "Open MPI ranks in {runtime} containers without root are uid 0 inside, while the {launcher} launcher's "
+    "PMIx server runs as the user on the node and checks the uid its clients report against its job's (PMIx "
+    "psec native): they would wait until killed. Run it as root, in one container (approach container), "
+    "or with Charliecloud (its ranks are the user)")
 
 
 def pmi_mismatch(stack_name: str, mpi_impl: str, image_pmix: str | None = None,
@@ -62,9 +74,16 @@ def per_rank_launch(case, resources, label: str, env: dict[str, str], argv: list
         passthrough = PMI_ENV_PATTERNS
     runtime = resources.runtime_for(case)
     start = rank_starter(resources).ranks_in_containers(mpi, case.placement)
+    another_uid = mpi == "openmpi" and runtime.ranks_are_another_uid()
+    if another_uid and not start.serves_pmix:
+        raise Refused(ROOTLESS_PMIX_REFUSAL.format(runtime=runtime.name, launcher=resources.launcher))
     run = container(case, resources, label, env, argv, per_rank=True, mounts=list(mounts),
                     passthrough=passthrough, preserve_fds=start.preserve_fds)
-    return runtime.launch_argv(start.argv, run), run
+    launch = runtime.launch_argv(start.argv, run)
+    if another_uid:
+        # mpirun (the PMIx server) started where the ranks' uid 0 is its own uid too, and told it may be root
+        launch = runtime.in_ranks_user_namespace(["env", *OPEN_MPI_AS_ROOT, *launch])
+    return launch, run
 
 
 @APPROACHES.register("hybrid", image=True)

@@ -135,7 +135,7 @@ class BatchRun:
                                         {**launch.env, **self.launcher.step_env(case.stack.mpi_impl)})
             missing = self.launcher.unsupported(launch.argv)
             if missing:
-                self._finish_failed(label, RunStatus.FAILED, missing)
+                self._finish_failed(label, RunStatus.FAILED, missing, launched=False)
         self._find_earlier_jobs()
         self._collect()
         queued = {label for bundle in self.active.values() for label in bundle.labels}
@@ -187,7 +187,8 @@ class BatchRun:
             bundle.job_id = self.launcher.submit(script)
         except BatchError as error:
             for label in labels:
-                self._finish_failed(label, RunStatus.FAILED, f"the scheduler refused the job: {error}")
+                self._finish_failed(label, RunStatus.FAILED, f"the scheduler refused the job: {error}",
+                                    launched=False)
             return
         bundle.submitted_at = time.time()
         self.bundle_files.save(bundle)
@@ -273,7 +274,7 @@ class BatchRun:
                 for label in bundle.labels:
                     self._finish_failed(label, RunStatus.FAILED,
                                         f"job {job_id} still pending after {self.table.pending_limit:g} s "
-                                        f"(reason: {state.reason or 'none given'}); cancelled")
+                                        f"(reason: {state.reason or 'none given'}); cancelled", launched=False)
                 del self.active[job_id]
                 changed = True
         return changed
@@ -295,7 +296,8 @@ class BatchRun:
                     self.to_submit.append(label)
                     continue
                 self._finish_failed(label, RunStatus.FAILED, f"{ended}; {why}, after {item.submissions} "
-                                                             f"submission(s){self._log_tail(bundle)}")
+                                                             f"submission(s){self._log_tail(bundle)}",
+                                    launched=ran_here)
             elif state.state == "TIMEOUT":
                 self._finish_failed(label, RunStatus.TIMEOUT, f"{ended}: the job's time limit ended this case")
             elif state.state == "CANCELLED":
@@ -309,13 +311,15 @@ class BatchRun:
         lines = path.read_text(errors="replace").strip().splitlines()[-LOG_TAIL_LINES:] if path.is_file() else []
         return "\n" + "\n".join(lines) if lines else ""
 
-    def _finish_failed(self, label: str, status: RunStatus, message: str) -> None:
+    def _finish_failed(self, label: str, status: RunStatus, message: str, launched: bool = True) -> None:
+        """Record an open case that ended without its own result; `launched`: whether its step ever started (a
+        case the batch system never started says so, and nothing of how its ranks would have been confined)."""
         item = self.open.pop(label, None)
         if item is None:
             return
         outcome = stages.Outcome(status, message, attempts=max(item.submissions, 1))
-        stages.record(self.context, item.case, outcome, [], item.launch,
-                      launcher_facts={"attempt": str(item.submissions)})
+        facts = {"attempt": str(item.submissions), **({} if launched else {stages.NOT_LAUNCHED: "queue"})}
+        stages.record(self.context, item.case, outcome, [], item.launch, launcher_facts=facts)
         self.on_outcome(item.case, outcome)
 
     # -- transport evidence ----------------------------------------------------------------------------------

@@ -51,12 +51,13 @@ def meaningful_lines(text: str) -> Iterator[str]:
         yield kept
 
 
-def first_reason(stderr: str) -> str | None:
+def first_reason(stderr: str, stdout_said: str = "") -> str | None:
     """The first meaningful line of `stderr` that is not a container engine's log line nor srun's note on the
-    step (unless there is no other); None when there is none."""
+    step; where there is none, the first error line the ranks wrote to standard output (`stdout_said`: UCX logs
+    its errors there), else the first line of `stderr`; None when there is none."""
     lines = list(meaningful_lines(stderr))
     text = next((line for line in lines if not _ENGINE_LOG.match(line) and not _SRUN_AFTERMATH.match(line)),
-                lines[0] if lines else None)
+                next(meaningful_lines(stdout_said), lines[0] if lines else None))
     if text is None or len(text) <= REASON_LIMIT:
         return text
     return text[:REASON_LIMIT - 1] + "…"

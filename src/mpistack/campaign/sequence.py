@@ -9,7 +9,9 @@ open rows only, up to the maximum, within a time budget.
             baselines (a baseline runs while any of its candidates is open) and the A/A control in every
             round; blocks paired and counterbalanced as in any round (schedule.schedule)
     budget  a stage starts only when its estimated cost (the launches' durations seen so far) fits in what
-            is left; no launch starts once the budget is spent
+            is left; no launch starts once the budget is spent. Through a batch system a stage is submitted
+            whole: its cost is the wall time per launch of the stages before (queue included), and once
+            submitted it runs to its end
 
 Every decision is a function of the stored rounds up to a look, so `--resume` takes the same path again:
 a stage's launches are those the look before it chose, less those already stored.
@@ -92,8 +94,8 @@ def describe_most(campaign: Campaign) -> str:
 
 def describe_spent(campaign: Campaign, spent: float) -> str:
     """A resumed campaign's budget: what its stored launches took of it, and what is left for this session."""
-    return (f"the budget: {duration(spent)} of {duration(campaign.budget)} spent by the launches stored before; "
-            f"{duration(campaign.budget - spent)} left")
+    return (f"the budget: {duration(spent)} of {duration(campaign.budget)} spent by the sessions before (from "
+            f"the start of their launches to their last stored one); {duration(campaign.budget - spent)} left")
 
 
 def _cost(pilot: Estimate) -> str:
@@ -110,7 +112,7 @@ def check_budget(campaign: Campaign, pilot: Estimate, spent: float = 0.0) -> str
         return None
     where = campaign.path or campaign.name
     if spent and spent >= campaign.budget:
-        raise CampaignError(f"{where}: the budget is spent: the launches stored before took {duration(spent)} of "
+        raise CampaignError(f"{where}: the budget is spent: the sessions before took {duration(spent)} of "
                             f"its {duration(campaign.budget)}; give a larger one to go on (`mpistack run --resume "
                             "--budget 30m`, or budget = in the file)")
     if pilot.seconds <= campaign.budget - spent:
@@ -138,22 +140,37 @@ class Launches:
     per_launch: float = 0.0  # seconds a launch is expected to take before any has run here
     clock: Callable[[], float] = time.monotonic
     spent: float = 0.0  # seconds of the budget the campaign's earlier sessions spent (--resume)
+    #: launched through a batch system: a stage's cost is counted in its wall time, its jobs' queue included
+    queued: bool = False
     stopped: str = ""
     look: Look | None = None
     planned: int = 0  # launches chosen so far (the progress bar's total)
     _seconds: dict[tuple, list[float]] = field(default_factory=dict)
+    _stage_walls: list[tuple[float, int]] = field(default_factory=list)  # (wall seconds, launches) per stage
     _start: float | None = None
 
     def __iter__(self) -> Iterator[Case]:
+        """Case after case (a launcher that runs them one by one): no launch starts once the budget is spent."""
+        for todo in self.stages():
+            for case in todo:
+                if self.campaign.budget is not None and self.left() <= 0:
+                    self.stopped = "budget"
+                    self.say("the budget is spent: no more launches")
+                    return
+                yield case
+
+    def stages(self) -> Iterator[list[Case]]:
+        """Stage after stage, each as its look chose it (a batch launcher submits a stage's launches at once).
+        The look before a stage is taken when the caller asks for it, so every launch of the stage before must
+        be stored by then; the wall time from handing a stage out to being asked for the next is its cost."""
         self._start = self.clock()
-        stages = stages_of(self.campaign)
-        for number, stage in enumerate(stages):
+        for number, stage in enumerate(stages_of(self.campaign)):
             chosen = self._stage_cases(stage, number)
             if chosen is None:
                 return
             todo = [case for case in chosen if case.key not in self.done]
             if number and self.campaign.budget is not None and todo:
-                cost = sum(self._expected(case) for case in todo)
+                cost = self._stage_cost(todo)
                 if cost > self.left():
                     self.stopped = "budget"
                     self.say(f"rounds {stage.first}–{stage.last} ({len(todo)} launches, about {duration(cost)}) do "
@@ -162,13 +179,22 @@ class Launches:
             self.planned += len(todo)
             if number:
                 self.say(f"rounds {stage.first}–{stage.last}: {len(todo)} launches"
-                         + (f", about {duration(sum(self._expected(case) for case in todo))}" if todo else ""))
-            for case in todo:
-                if self.campaign.budget is not None and self.left() <= 0:
-                    self.stopped = "budget"
-                    self.say("the budget is spent: no more launches")
-                    return
-                yield case
+                         + (f", about {duration(self._stage_cost(todo))}" if todo else ""))
+            if not todo:
+                continue
+            began = self.clock()
+            yield todo
+            self._stage_walls.append((self.clock() - began, len(todo)))
+
+    def _stage_cost(self, todo: Sequence[Case]) -> float:
+        """A stage's expected cost: launched one by one, the sum of its launches' expected durations; through a
+        batch system (`queued`), its launches times the wall time per launch of the stages before, which holds
+        the queue, the jobs' start and their probe steps."""
+        walls = sum(seconds for seconds, _ in self._stage_walls)
+        count = sum(launches for _, launches in self._stage_walls)
+        if self.queued and count:
+            return len(todo) * walls / count
+        return sum(self._expected(case) for case in todo)
 
     @property
     def status(self) -> str:

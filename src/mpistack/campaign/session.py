@@ -27,7 +27,7 @@ from ..spec.case import Case
 from ..spec.status import RunStatus
 from ..spec.terminal import hanging, printable
 from ..cache import private_directory
-from ..store.campaigns import (campaign_statuses, finished_case_keys, latest_campaign, stored_launch_seconds,
+from ..store.campaigns import (SESSION_TAG, campaign_statuses, finished_case_keys, latest_campaign, spent_budget_seconds,
                                lock_campaign, next_campaign_id, start_campaign, unlock_campaign)
 from ..store.address import store_identity
 from ..store.database import StoreUnavailable
@@ -159,15 +159,16 @@ def _print_survey(console: Console, found: preflight.Preflight, pilot: preflight
 
 
 def check_staged_launcher(campaign: Campaign) -> None:
-    """A sequential campaign or a budget needs its cases launched one by one, each look between stages: a batch
-    launcher submits every case at once, so it is refused, naming the fix, before anything is planned."""
-    if (campaign.pilot or campaign.budget) and LAUNCHERS.get(campaign.launcher).can.batch:
-        fields = " and ".join(name for name in ("pilot", "budget") if getattr(campaign, name))
-        need = "need" if " and " in fields else "needs"
-        raise CampaignError(f"{campaign.path or campaign.name}: {fields} {need} a launcher that runs cases one by one "
-                            f"(launcher = \"local\": one node, this one); under "
-                            f"launcher = \"{campaign.launcher}\" remove {fields} and set repeats alone (a fixed "
-                            "design)")
+    """A batch launcher submits a stage's launches at once and cannot stop one at a launch: it runs a sequential
+    campaign stage by stage, its budget deciding whether the next stage is submitted; a budget alone (a fixed
+    design, one stage) would have nothing to stop, so it is refused, naming the fix, before anything is
+    planned."""
+    if campaign.budget and not campaign.pilot and LAUNCHERS.get(campaign.launcher).can.batch:
+        raise CampaignError(f"{campaign.path or campaign.name}: budget without pilot: under launcher = "
+                            f"\"{campaign.launcher}\" the budget decides whether the next stage of a sequential "
+                            "campaign is submitted (a submitted job is not stopped at a launch), and a fixed design "
+                            f"is one stage; set pilot (e.g. pilot = {max(2, min(6, campaign.repeats // 2))}) "
+                            "for stages, or remove budget")
 
 
 def with_seed(campaign: Campaign) -> Campaign:
@@ -207,7 +208,7 @@ def run(campaign: Campaign, database: Engine, console: Console, *, resume: bool 
 
 
 def check_runtime(campaign: Campaign, cases: list[Case], resources) -> None:
-    """The campaign's container runtime can start containers here (installed, $USER for ch-run), when a case
+    """The campaign's container runtime can start containers here (its `check`: installed, ...), when a case
     runs an image: CampaignError naming the fix otherwise, before anything is built or launched."""
     runtimes = {resources.runtime_for(case).name: resources.runtime_for(case) for case in cases
                 if case.origin == "image" and not case.skip}
@@ -265,12 +266,13 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
     if staged:
         pilot = sequence.pilot_estimate(campaign, todo, database, found.refused)
         # a resumed campaign goes on with what its stored launches left of the budget, not a fresh one
-        spent = stored_launch_seconds(database, campaign_id) if already and campaign.budget is not None else 0.0
+        spent = spent_budget_seconds(database, campaign_id) if already and campaign.budget is not None else 0.0
         if warning := sequence.check_budget(campaign, pilot, spent):  # one the pilot cannot fit ends the run here
             found.warnings.append(warning)
         per_launch = pilot.seconds / pilot.launches if pilot.launches else 0.0
         launches = sequence.Launches(campaign, cases, done, judge, campaign_id, per_launch=per_launch,
-                                     say=lambda text: console.print(shown(text), highlight=False), spent=spent)
+                                     say=lambda text: console.print(shown(text), highlight=False), spent=spent,
+                                     queued=LAUNCHERS.get(campaign.launcher).can.batch)
         size = pilot
     console.print(f"campaign {shown(campaign.name)} (#{campaign_id}): "
                   f"{'at most ' if campaign.pilot else ''}{len(todo)} case(s) to run"
@@ -296,11 +298,13 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
     declared = LAUNCHERS.get(campaign.launcher)  # the registry says what it is and how to open it
     batch = declared.can.batch
     launcher = declared.open(campaign, resources, store=store, earlier_workdir=earlier_workdir)
+    # a budgeted campaign's runs say when this session's launches began: --resume counts its real wall time
+    session = {SESSION_TAG: f"{time.time():.3f}"} if campaign.budget is not None else {}
     context = stages.CaseContext(campaign, campaign_id, resources, launcher, database,
-                                 tags={**campaign.tags, "campaign": campaign.name}, journal=kept,
+                                 tags={**campaign.tags, "campaign": campaign.name, **session}, journal=kept,
                                  on_store_retry=store_retry)
     try:
-        ran, interrupted = (_run_batched(context, todo, console, found) if batch
+        ran, interrupted = (_run_batched(context, launches, console, found) if batch
                             else _run_locally(context, launches, console, found, probed=todo))
     except StoreUnavailable as error:
         waiting = len(kept.pending())
@@ -472,14 +476,28 @@ def _run_locally(context: stages.CaseContext, todo: Iterable[Case], console: Con
     return display.done, interrupt.stopped
 
 
-def _run_batched(context: stages.CaseContext, todo: list[Case], console: Console,
+def _run_batched(context: stages.CaseContext, todo: Iterable[Case], console: Console,
                  announced: preflight.Preflight | None = None) -> tuple[int, bool]:
     """Through a batch launcher: the jobs keep running when the session is interrupted; --resume collects
-    them. `announced`: as for _run_locally."""
+    them. `todo` a sequence.Launches: stage after stage, each submitted once the look before it chose its
+    launches, all of them stored before the next look. `announced`: as for _run_locally."""
     jobs_dir = context.resources.workdir / "slurm" / f"campaign-{context.campaign_id}"
-    with _Interrupt() as interrupt, _Display(console, len(todo), announced) as display:
-        display.describe(f"jobs in {jobs_dir}")
-        finished = BatchRun(context, context.launcher, jobs_dir, display.ended, lambda: interrupt.stopped).run(todo)
+    staged = todo if isinstance(todo, sequence.Launches) else None
+    with _Interrupt() as interrupt, _Display(console, 0 if staged else len(list(todo)), announced) as display:
+        def ended(case: Case, outcome: stages.Outcome) -> None:
+            display.ended(case, outcome)
+            if staged is not None:
+                staged.ended(case, outcome.seconds)
+
+        run = BatchRun(context, context.launcher, jobs_dir, ended, lambda: interrupt.stopped)
+        finished = True
+        for cases in staged.stages() if staged is not None else [list(todo)]:
+            if staged is not None:
+                display.grow(staged.planned)
+            display.describe(f"{staged.status} · jobs in {jobs_dir}" if staged and staged.status
+                             else f"jobs in {jobs_dir}")
+            if not (finished := run.run(cases)):
+                break
     if not finished:
         console.print(f"[yellow]jobs keep running[/yellow]; their bundles are in {shown(str(jobs_dir))}")
     return display.done, not finished

@@ -136,8 +136,8 @@ def classify(execution: Execution, parsed: Parsed, timeout: float, ranks: int | 
     if execution.exit_code != 0:
         failed_validation = any(run.status is RunStatus.VALIDATION_FAILED for run in parsed.runs)
         status = RunStatus.VALIDATION_FAILED if failed_validation else RunStatus.FAILED
-        reason = hinted(first_reason(execution.stderr), execution.stderr)
         said = stdout_errors(execution.stdout)
+        reason = hinted(first_reason(execution.stderr, said), execution.stderr)
         return Outcome(status, f"exit status {execution.exit_code}" + (f": {reason}" if reason else "")
                        + (f"\n{tail}" if tail else "") + (f"\n{said}" if said else ""))
     if not parsed.runs:
@@ -201,7 +201,7 @@ def _kept_message(message: str | None) -> str | None:
 
 
 #: the tag of a case that never launched: "prepare" (its image, runtime or build failed before any case ran),
-#: "refused" (its approach cannot run it here)
+#: "refused" (its approach cannot run it here), "queue" (the batch system never started it)
 NOT_LAUNCHED = "not_launched"
 
 

@@ -263,10 +263,9 @@ def _srun_line(s, container_runtime: str, ranks: int, nodes: int, image: str | N
     from ..launchers.slurm import Srun, step_env
     from ..spec.campaign import Placement
 
-    default_image = {"apptainer": f"{s.name}.sif", "cscs-ce": s.name}.get(container_runtime, s.image_ref())
     try:
         engine = get_engine(container_runtime)
-        container = ContainerRun(image=image if image and container_runtime != "cscs-ce" else default_image,
+        container = ContainerRun(image=engine.rendered_image(s.name, s.image_ref(), image),
                                  argv=["mpistack-bench", "latency"], per_rank=True,
                                  env={**runtime.presets(s, gpu=gpu).env, **step_env(s.mpi.impl)})
         argv = engine.launch_argv(Srun().ranks(s.mpi.impl, Placement(ranks=ranks, nodes=nodes)), container)

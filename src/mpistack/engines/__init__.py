@@ -32,6 +32,12 @@ def get_engine(name: str = "podman", **options) -> ContainerRuntime:
     return cls(**options)
 
 
+def runtime_class(name: str | None) -> type[ContainerRuntime] | None:
+    """The registered runtime of that name, for its facts (`join_setting`, `one_container_per_node`) without
+    starting anything; None for an unknown or missing name (a run recorded by another version)."""
+    return ENGINES.get(name).plugin if name and name in ENGINES else None
+
+
 __all__ = ["NAMESPACES", "ApptainerRuntime", "BuildResult", "CharliecloudEngine", "CscsContainerEngine", "Confinement", "ContainerRun", "ContainerRuntime",
            "DockerEngine", "Engine", "EngineError", "PodmanEngine", "PyxisRuntime", "RunResult",
-           "get_engine"]
+           "get_engine", "runtime_class"]

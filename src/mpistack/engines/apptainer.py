@@ -33,6 +33,10 @@ def env_item(name: str, value: str) -> str:
 @ENGINES.register("apptainer")
 class ApptainerRuntime(RenderedRuntime):
     name = "apptainer"
+    join_setting = "apptainer exec --sharens (Apptainer 1.3 and later)"
+
+    def rendered_image(self, stack: str, reference: str, asked: str | None = None) -> str:
+        return asked or f"{stack}.sif"  # built from `mpistack stack render STACK --apptainer`
 
     def run_argv(self, spec: ContainerRun) -> list[str]:
         """apptainer exec --no-eval [--sharens] --bind SRC:DST ... [--pwd DIR] [--env NAME=VALUE ...] IMAGE argv.

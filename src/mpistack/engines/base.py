@@ -96,6 +96,12 @@ class ContainerRuntime:
 
     name = "runtime"
     renders_only = False
+    #: the ranks of a node share one container whatever is asked (pyxis, the CSCS Container Engine)
+    one_container_per_node = False
+    #: how the runtime's own users put a node's ranks into one namespace set, `{count}` the node's ranks (the
+    #: doctor's fix for ranks in user namespaces of their own); "" for runtimes whose ranks share the user's or
+    #: the host's user namespace (podman, docker), where single copy is a capability to grant instead
+    join_setting = ""
 
     def available(self) -> bool:
         raise NotImplementedError
@@ -137,6 +143,21 @@ class ContainerRuntime:
         """The launcher's start of the containers of `spec` (`starter`: mpiexec's or srun's options, one task
         or every rank), then the runtime's command; a runtime that plugs into srun checks srun's options."""
         return [*starter, *self.run_argv(spec)]
+
+    def rendered_image(self, stack: str, reference: str, asked: str | None = None) -> str:
+        """The image a rendered srun line names for `stack` (`mpistack stack render --srun`): the one `asked`
+        for, else the built image's `reference`."""
+        return asked or reference
+
+    def ranks_are_another_uid(self) -> bool:
+        """Whether the ranks in this runtime's containers are another uid to themselves than the user who
+        starts them is outside (rootless podman: uid 0 inside). A PMIx server compares the uid its clients
+        report with its job's, so such ranks are refused by a server that runs as the user."""
+        return False
+
+    def in_ranks_user_namespace(self, argv: Sequence[str]) -> list[str]:
+        """`argv` run in the user namespace of this runtime's containers, as the uid the ranks are there."""
+        return list(argv)
 
     def launcher_env(self, spec: "ContainerRun") -> dict[str, str]:
         """What the launcher's own environment must hold for `spec`'s containers (pyxis reads the values of

@@ -14,14 +14,19 @@ of a node into one namespace set ("--join", ch-run(1): https://hpc.github.io/cha
 The case's directory is bound at one fixed mount point that conversion creates (`CASE_MOUNT`): a read-only
 directory image cannot grow a mount point per case, so the case's paths in the command line and the
 environment are rewritten to it. The host paths bind and fabric-swap mount are the same for every case of a
-host, so the campaign's prepare stage makes their targets in the converted image once (`prepare_mounts`). ch-run refuses to start without $USER.
+host, so the campaign's prepare stage makes their targets in the converted image once (`prepare_mounts`).
+
+ch-run refuses to start without $USER (a cron job, `env -i`, some batch systems leave it unset): where it is
+unset, the name of the user running mpistack goes into every ch-run's environment (`env_overrides`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -30,7 +35,7 @@ from pathlib import Path
 
 from ..cache import cache_dir
 from ..registry import ENGINES
-from .base import ContainerRun, EngineError
+from .base import ContainerRun, EngineError, RunResult
 from .confinement import Confinement
 from .containment import Job
 from .podman import PodmanEngine
@@ -60,12 +65,25 @@ def environment_file(env: list[str]) -> str:
     return "".join(f"{item}\n" for item in env if "=" in item and "\n" not in item)
 
 
+def _user() -> str:
+    """$USER, else the name of the process's uid in the password database (what `id -un` says)."""
+    if os.environ.get("USER"):
+        return os.environ["USER"]
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        raise EngineError(f"engine charliecloud: $USER is not set and uid {os.getuid()} has no name in the "
+                          "password database; ch-run refuses to start without $USER: set it "
+                          "(`export USER=NAME`)") from None
+
+
 @ENGINES.register("charliecloud")
 class CharliecloudEngine(PodmanEngine):
     """Runs with ch-run; builds, inspects and stores images with podman (`program`)."""
 
     name = "charliecloud"
     runner = "ch-run"
+    join_setting = "ch-run --join-ct={count} --join-tag=TAG"
 
     def available(self) -> bool:
         return shutil.which(self.runner) is not None
@@ -100,12 +118,25 @@ class CharliecloudEngine(PodmanEngine):
             raise EngineError("engine charliecloud: ch-run is not installed; install it with "
                               "`apt-get install charliecloud-runtime` (Debian 12: 0.31), or choose engine "
                               "= \"podman\"")
-        if not os.environ.get("USER"):
-            raise EngineError("engine charliecloud: $USER is not set, and ch-run refuses to start without it; "
-                              "run `export USER=$(id -un)` first")
+        _user()  # raises when $USER is unset and the user has no name either
+
+    def env_overrides(self) -> dict[str, str]:
+        """podman's settings (it builds and exports the images), and $USER for ch-run where it is unset."""
+        return {**super().env_overrides(), **({} if os.environ.get("USER") else {"USER": _user()})}
 
     def planned_image(self, reference: str) -> str:
         return str(images_dir() / "images" / _name(reference))
+
+    def run(self, spec: ContainerRun, *, timeout: float | None = 600) -> RunResult:
+        """One container to its end (`stack run`, the image checks), of a built image named by its reference as
+        podman's are (converted first, once per digest) or by its directory; the targets of its binds made in
+        the image, where ch-run binds only onto paths the image has."""
+        if not os.path.isdir(spec.image):
+            reference = spec.image
+            spec = dataclasses.replace(spec, image=self.prepare_image(reference))
+            moved = self._case_paths(spec)  # a case's directory goes to CASE_MOUNT, which conversion made
+            self.prepare_mounts(reference, [mount for mount in spec.mounts if mount.split(":")[0] not in moved])
+        return super().run(spec, timeout=timeout)
 
     def prepare_image(self, reference: str, digest: str | None = None) -> str:
         """The directory image of `reference`, converted from podman's storage unless the one of its digest

@@ -44,6 +44,9 @@ class CscsContainerEngine(RenderedRuntime):
     name = "cscs-ce"
     one_container_per_node = True
 
+    def rendered_image(self, stack: str, reference: str, asked: str | None = None) -> str:
+        return stack  # the EDF `mpistack stack render STACK --edf` writes (~/.edf/STACK.toml) names the image
+
     def planned_image(self, reference: str) -> str:
         """The EDF's name in the search path (~/.edf/NAME.toml) for the image `reference`."""
         return re.sub(r"[^A-Za-z0-9._-]", "_", reference).removesuffix(".toml")

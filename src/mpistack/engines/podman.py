@@ -79,6 +79,14 @@ class PodmanEngine(Engine):
             return ["--mount", "type=tmpfs,destination=/dev/mqueue"]
         return []
 
+    def ranks_are_another_uid(self) -> bool:
+        return os.geteuid() != 0  # rootless: the user is uid 0 in every container
+
+    def in_ranks_user_namespace(self, argv) -> list[str]:
+        # `podman unshare`: the user namespace all of this user's containers share, where the user is uid 0;
+        # podman started inside it runs its containers there too (podman-unshare(1))
+        return [*self.command("unshare"), *argv] if self.ranks_are_another_uid() else list(argv)
+
     def force_remove_args(self) -> list[str]:
         return ["--time", "0"]  # `rm -f` would otherwise wait 10 s for a container that ignores SIGTERM
 

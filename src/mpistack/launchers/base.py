@@ -70,11 +70,13 @@ class LauncherCapabilities:
 
 @dataclass(frozen=True)
 class PerRankStart:
-    """How a launcher starts one container per rank: the command before the container's, and how many file
-    descriptors (from 3 on) the container must keep for the ranks to reach the process manager."""
+    """How a launcher starts one container per rank: the command before the container's, how many file
+    descriptors (from 3 on) the container must keep for the ranks to reach the process manager, and whether
+    that command is the process manager itself (mpirun's PMIx server; srun's is slurmstepd's, on the node)."""
 
     argv: list[str]
     preserve_fds: int = 0
+    serves_pmix: bool = False
 
 
 class RankStarter(Protocol):

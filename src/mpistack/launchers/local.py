@@ -62,7 +62,9 @@ class Mpiexec:
         crosses into a container on the host network. Open MPI's mpirun as it is: its daemon's PMIx server
         publishes a TCP address (PMIX_SERVER_URI*) that crosses the same way."""
         argv = self.ranks(mpi, placement)
-        return PerRankStart(argv if mpi == "openmpi" else [argv[0], "-pmi-port", *argv[1:]])
+        if mpi == "openmpi":
+            return PerRankStart(argv, serves_pmix=True)
+        return PerRankStart([argv[0], "-pmi-port", *argv[1:]])
 
     def one_task(self, placement: Placement) -> list[str]:
         return []

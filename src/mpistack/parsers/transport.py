@@ -33,16 +33,17 @@ import re
 # in the order a person reads them (mpistack show prints them so): what carried the messages first, how it
 # was learnt last
 KEYS = ("intra", "intra_via", "inter", "inter_via", "layer", "transports", "provider", "network", "single_copy",
-        "eager_limit", "ns_separate", "ns_ranks", "cap_eff", "mpi", "probe", "note")
+        "eager_limit", "ns_separate", "ns_ranks", "cap_eff", "one_kernel", "one_kernel_separate", "mpi", "probe",
+        "note")
 #: the keys of the ranks' confinement (`confinement`), kept even from a probe that failed or hung
-CONFINEMENT_KEYS = ("ns_separate", "ns_ranks", "cap_eff")
+CONFINEMENT_KEYS = ("ns_separate", "ns_ranks", "cap_eff", "one_kernel", "one_kernel_separate")
 #: the classes a path (and ``network``, the class of the library's network layer) may take
 SHM, TCP, FABRIC = "shm", "tcp", "fabric"
 MPICH_SHM = "MPICH ch4 shm"
 
 #: each rank's line, said by mpistack-bench before MPI_Init when MPISTACK_CONFINEMENT=1 (bench/src/confinement.c)
 _CONFINEMENT = re.compile(r"mpistack-bench: confinement host=(\S*) pid=(\d+) uid=(-?\d+) cap_eff=([0-9a-f]+)"
-                          r"((?: ns_\w+=\d+)+)")
+                          r"((?: ns_\w+=\d+)+)(?: boot=(\S+))?")
 _UCX_EP_CFG = re.compile(r"ep_cfg\[\d+\]:\s*tag\(([^)]*)\)")
 _UCX_WARN = re.compile(r"UCX\s+(?:WARN|ERROR)\s+(.+)")
 _OFI_PROVIDER = re.compile(r"^libfabric provider:\s*(\S+)", re.MULTILINE)
@@ -92,20 +93,40 @@ def parse_transport(text: str, mpi: str, nolocal: bool = False) -> dict[str, str
 def confinement(text: str) -> dict[str, str]:
     """What the ranks' confinement lines say: ``ns_separate``, the namespaces (user, ipc, pid, mnt, net) in
     which ranks of one node differ, comma-separated, or ``none``; ``ns_ranks``, how many ranks said theirs;
-    ``cap_eff``, their effective capabilities (``0``: none, ``mixed`` when they differ). Empty without lines."""
+    ``cap_eff``, their effective capabilities (``0``: none, ``mixed`` when they differ). Where ranks of several
+    host names said one boot id (nodes that are namespaces of one machine, one kernel): ``one_kernel``, those
+    host names (``none`` when the ranks said boot ids and no two host names share one), and
+    ``one_kernel_separate``, the namespaces in which the ranks of that kernel differ. Empty without lines."""
     ranks = {}
-    for host, pid, _uid, caps, spaces in _CONFINEMENT.findall(text):
-        ranks[host, pid] = (int(caps, 16), dict(item.split("=") for item in spaces.split()))
+    for host, pid, _uid, caps, spaces, boot in _CONFINEMENT.findall(text):
+        ranks[host, pid] = (int(caps, 16), dict(item.split("=") for item in spaces.split()), boot)
     if not ranks:
         return {}
-    separate = set()
-    for host in {host for host, _ in ranks}:
-        node = [spaces for (where, _), (_, spaces) in ranks.items() if where == host]
-        separate |= {name for name in node[0] if len({spaces.get(name) for spaces in node}) > 1}
-    order = ("ns_user", "ns_ipc", "ns_pid", "ns_mnt", "ns_net")
-    caps = {caps for caps, _ in ranks.values()}
-    return {"ns_separate": ",".join(name[3:] for name in order if name in separate) or "none",
-            "ns_ranks": str(len(ranks)), "cap_eff": f"{caps.pop():x}" if len(caps) == 1 else "mixed"}
+    found = {"ns_separate": _separate_by(ranks, lambda host, boot: host) or "none", "ns_ranks": str(len(ranks))}
+    caps = {caps for caps, _, _ in ranks.values()}
+    found["cap_eff"] = f"{caps.pop():x}" if len(caps) == 1 else "mixed"
+    boots = {boot for _, _, boot in ranks.values() if boot}
+    if boots:
+        found["one_kernel"] = "none"
+    for boot in boots:
+        hosts = sorted({host for (host, _), (_, _, said) in ranks.items() if said == boot})
+        if len(hosts) > 1:
+            found["one_kernel"] = ",".join(hosts)
+            found["one_kernel_separate"] = _separate_by(ranks, lambda host, said: said) or "none"
+    return found
+
+
+_NAMESPACE_ORDER = ("ns_user", "ns_ipc", "ns_pid", "ns_mnt", "ns_net")
+
+
+def _separate_by(ranks: dict, group) -> str:
+    """The namespaces in which ranks of one group (group(host, boot id)) differ, in reading order."""
+    groups: dict[str, list[dict]] = {}
+    for (host, _), (_, spaces, boot) in ranks.items():
+        groups.setdefault(group(host, boot), []).append(spaces)
+    separate = {name for members in groups.values() for name in members[0]
+                if len({spaces.get(name) for spaces in members}) > 1}
+    return ",".join(name[3:] for name in _NAMESPACE_ORDER if name in separate)
 
 
 def _unique(items) -> list[str]:
@@ -282,7 +303,8 @@ def describe_transport(record: dict | None) -> str:
         f"({record['network']})" if record.get("network") else None) if part)]
     parts += [f"single-copy {record['single_copy']}" if record.get("single_copy") else "",
               f"eager limit {record['eager_limit']} B" if record.get("eager_limit") else "",
-              f"namespaces apart: {record['ns_separate']}" if record.get("ns_separate") else ""]
+              f"namespaces apart: {record['ns_separate']}" if record.get("ns_separate") else "",
+              f"one kernel under {record['one_kernel']}" if record.get("one_kernel", "none") != "none" else ""]
     text = (", " if paths else " ").join(part for part in parts if part)
     note = record.get("note")
     return "; ".join(part for part in (text, note) if part)

@@ -132,16 +132,34 @@ def past_durations(database: Engine, benchmarks: set[str], approaches: set[str])
     return durations
 
 
-def stored_launch_seconds(database: Engine, campaign_id: int) -> float:
-    """The wall time the campaign's stored launches took (skipped cases never launched): what its earlier
-    sessions spent of its budget, so that `--resume` goes on with what is left of it."""
-    runs = RunRow.__table__.c
+#: the run tag that says when the session that ran it began its launches (seconds since the epoch, UTC)
+SESSION_TAG = "session_launches_from"
+
+
+def spent_budget_seconds(database: Engine, campaign_id: int) -> float:
+    """What the campaign's earlier sessions spent of its budget, so that `--resume` goes on with what is left:
+    for each session that tagged its runs (SESSION_TAG), the wall time from the start of its launches to the end
+    of its last stored one (the looks, a batch system's queue and the time between launches included); for runs
+    without the tag (stored before it was written), their own launch durations. Skipped cases never launched."""
+    runs, tags = RunRow.__table__.c, RunTagRow.__table__.c
     with database.connect() as connection:
         rows = connection.execute(
-            select(runs.started_at, runs.finished_at)
+            select(runs.started_at, runs.finished_at, tags.value)
+            .outerjoin(RunTagRow.__table__, (tags.run_id == runs.id) & (tags.key == SESSION_TAG))
             .where(runs.campaign_id == campaign_id, runs.status != "skipped",
-                   runs.started_at.is_not(None), runs.finished_at.is_not(None)))
-        return sum(max(0.0, (finished - started).total_seconds()) for started, finished in rows)
+                   runs.started_at.is_not(None), runs.finished_at.is_not(None))).all()
+    untagged = sum(max(0.0, (finished - started).total_seconds()) for started, finished, session in rows
+                   if session is None)
+    ends: dict[str, datetime] = {}
+    for _, finished, session in rows:
+        if session is not None:
+            ends[session] = max(ends.get(session, finished), finished)
+    return untagged + sum(max(0.0, _utc(finished).timestamp() - float(session)) for session, finished in ends.items())
+
+
+def _utc(moment: datetime) -> datetime:
+    """A stored time as UTC (SQLite gives it back without its zone)."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def campaign_statuses(database: Engine, campaign_id: int) -> dict[str, int]:

@@ -4,6 +4,7 @@ the MTL, since it carries the messages between ranks of one node too."""
 
 from __future__ import annotations
 
+from ...engines import runtime_class
 from ...engines.confinement import Confinement
 
 SHM_FIX = ("Let ranks of one node use shared memory: unset UCX_TLS or include sm in it, unset FI_PROVIDER and "
@@ -26,26 +27,24 @@ def cm_fix(provider: str) -> str:
 
 
 def join_fix(runtime: str, per_node: int | None = None) -> str:
-    """How the runtime puts the ranks of a node into one namespace set (Charliecloud, Apptainer)."""
-    count = per_node or "N"
-    joined = {"charliecloud": f"ch-run --join-ct={count} --join-tag=TAG",
-              "apptainer": "apptainer exec --sharens (Apptainer 1.3 and later)"}.get(runtime)
+    """How the runtime puts the ranks of a node into one namespace set, in its own setting (its module's
+    `join_setting`: ch-run --join-ct, apptainer --sharens)."""
+    facts = runtime_class(runtime)
+    joined = facts.join_setting.format(count=per_node or "N") if facts is not None else ""
     said = f"with {joined}; " if joined else ""
     return (f"Put the node's ranks in one namespace set: {said}in mpistack a variant with namespaces = \"joined\", "
             "or one container per node (approach container).")
 
 
-#: runtimes whose ranks of a node run in one container by design: single copy is not theirs to grant
-ONE_CONTAINER_PER_NODE = ("pyxis", "cscs-ce")
-
-
 def single_copy_fix(runtime: str | None, per_node: int | None = None) -> str:
     """How the ranks' runtime grants them single copy (CMA), in its own settings: podman and docker add
     CAP_SYS_PTRACE and the host's PID namespace; the unprivileged runtimes, whose ranks have no capability to
-    add, put a node's ranks in one user namespace."""
-    if runtime in ("charliecloud", "apptainer"):
+    add, put a node's ranks in one user namespace; those that run a node's ranks in one container already
+    cannot be the cause."""
+    facts = runtime_class(runtime)
+    if facts is not None and facts.join_setting:
         return join_fix(runtime, per_node)
-    if runtime in ONE_CONTAINER_PER_NODE:
+    if facts is not None and facts.one_container_per_node:
         return (f"{runtime} runs the ranks of a node in one container already: look for a setting that turns single "
                 "copy off (btl_vader_single_copy_mechanism, smsc, UCX_TLS without cma) or Yama's "
                 "/proc/sys/kernel/yama/ptrace_scope.")

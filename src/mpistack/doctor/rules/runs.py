@@ -5,6 +5,7 @@ from __future__ import annotations
 
 
 from ...analysis.evidence import row_scope
+from ...campaign.stages import NOT_LAUNCHED
 from ...engines.confinement import Confinement, size_bytes
 from ...spec.campaign import DEFAULT_VARIANT
 from ...spec.status import RunStatus
@@ -28,13 +29,42 @@ def _mpi(run: dict) -> str | None:
     return run["tags"].get("mpi") or mpi_family(run.get("mpi_library_version"))
 
 
+#: the bank's messages of a rank refused another's shared memory across user namespaces (UCX's posix proc-link, its
+#: FIFO attach, CMA): between ranks on different nodes they mean the nodes share one kernel (one_kernel_nodes)
+SHM_ATTACH_REFUSED = ("ucx-posix-proc-link-denied", "ucx-mm-connect-failed", "ucx-cma-eperm")
+
+
+def one_kernel_nodes(run: dict) -> tuple[str, str] | None:
+    """For a run over several nodes that share one kernel (nodes that are namespaces of one machine, as a
+    one-machine Slurm cluster's), whose ranks in user namespaces of their own met UCX's shared memory between
+    the nodes: the node names and how that is known. `recorded`: ranks of several host names said one boot id
+    and different user namespaces (mpistack-bench's confinement lines in the transport probe), and a rank was
+    refused another's memory or the MPI said it took shared memory between nodes; `inferred`: every rank alone on
+    its node, yet one was refused another's shared memory, which UCX offers only to peers of its own system (one
+    boot id: ucs_get_system_id). None otherwise (ranks of one user namespace share memory across such nodes)."""
+    if (run.get("nodes") or 1) < 2 or not launched(run):
+        return None
+    transport = run.get("transport") or {}
+    refused = any(hit.signature.id in SHM_ATTACH_REFUSED for hit in match(run.get("message")))
+    if transport.get("one_kernel") == "none":
+        return None  # the ranks said their boot ids: no two nodes share a kernel
+    if transport.get("one_kernel"):
+        apart = "user" in transport.get("one_kernel_separate", "").split(",")
+        met = refused or transport.get("inter") == "shm"
+        return (transport["one_kernel"], "recorded") if apart and met else None
+    if ranks_per_node(run) == 1 and refused:
+        return (run.get("tags") or {}).get("slurm_nodes") or f"{run['nodes']} nodes", "inferred"
+    return None
+
+
 @rule("run-signatures", "runs", "the signature bank (data/doctor/signatures.toml), each entry with its public source",
       "every known message in the run's stored message and output")
 def run_signatures(rule, run: dict):
     explained = shm_cause(run) is not None  # a shared-memory failure is said by container-shm, with its cause
+    one_kernel = one_kernel_nodes(run) is not None  # a refused attach between nodes is nodes-one-kernel's to say
     for hit in match(run.get("message")):
         signature = hit.signature
-        if explained and signature.id in SHM_FAILURES:
+        if (explained and signature.id in SHM_FAILURES) or (one_kernel and signature.id in SHM_ATTACH_REFUSED):
             continue
         yield rule.finding(signature.verdict, signature.id, signature.meaning, signature.fix,
                            subject=subject_of(run), cell=run_cell(run), source=signature.source, line=hit.line,
@@ -207,9 +237,18 @@ def shm_bytes(text: str) -> int | None:
     return size_bytes(text)
 
 
+def launched(run: dict) -> bool:
+    """Whether the run's ranks were started at all: a case stopped before its launch (its image, its approach's
+    refusal, a batch job that never started it: campaign/stages.py NOT_LAUNCHED) measured nothing, not even how
+    its ranks were confined."""
+    return NOT_LAUNCHED not in (run.get("tags") or {})
+
+
 def confinement_record(run: dict) -> Confinement | None:
-    """The confinement the run's containers had, as recorded (engines.Confinement); None for ranks run natively
-    or a run recorded without one."""
+    """The confinement the run's containers had, as recorded (engines.Confinement); None for ranks run natively,
+    a run recorded without one, or one never launched (no ranks, no confinement to speak of)."""
+    if not launched(run):
+        return None
     return Confinement.from_record((run.get("tags") or {}).get("confinement_record"))
 
 

@@ -15,13 +15,22 @@ from .runs import run_cell, subject_of
 @rule("not-launched", "runs", "the run's own message, what the campaign found before the case could launch; "
       "measured on a 2-core Debian 12 KVM guest: a campaign of a user without root whose image could not be made "
       "answered 'no known cause'",
-      "a case that never launched (its image, runtime or build failed, or its approach refused it)")
+      "a case that never launched (its image, runtime or build failed, its approach refused it, or the batch "
+      "system never started it)")
 def not_launched(rule, run: dict):
     why = run["tags"].get(NOT_LAUNCHED)
     if why is None:
         return
     message = (run.get("message") or "").strip()
     first = message.splitlines()[0] if message else "no message recorded"
+    if why == "queue":
+        yield rule.finding("problem", f"never started by the batch system: {first}",
+                           "The job holding this case ended, or was cancelled, before the case's step began: no "
+                           "rank ran, so its 'N' says nothing about MPI in a container.",
+                           "See why the job did not run (squeue --start, sacct -j JOB, the reason in the message); "
+                           "raise the campaign's [slurm] pending_limit, or run again with --resume.",
+                           subject=subject_of(run), cell=run_cell(run), cause="not-launched", status=run.get("status"))
+        return
     if why == "refused":
         yield rule.finding("warning", f"not run here: {first}",
                            "The approach refused this case before launching it: it cannot run as asked on this "

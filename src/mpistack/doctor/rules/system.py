@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...analysis.evidence import library_line
 from ...runtime import SRUN_MPI
+from ...spec.mpi_family import FAMILIES
 from ..model import rule
 from ..signatures import match
 from ..system import CAPABILITY_LIBRARIES, SystemFacts
@@ -58,7 +59,8 @@ def singletons(rule, facts: SystemFacts):
             "problem", f"{facts.ranks} ranks started, each saw a job of {facts.comm_size}",
             f"{facts.launcher} started the processes, but the MPI library could not reach its process manager, so "
             "every rank ran alone (rank 0 of 1): an MPI binary launched by the other implementation's launcher.",
-            "Start each MPI with its own launcher (mpiexec.mpich for MPICH, mpirun.openmpi for Open MPI); under "
+            "Start each MPI with its own launcher ("
+            + ", ".join(f"{family.launcher} for {family.name}" for family in FAMILIES.values()) + "); under "
             f"Slurm use srun --mpi={'/'.join(sorted(set(SRUN_MPI.values())))} as the MPI needs.",
             subject=facts.where, requested=facts.ranks, comm_size=facts.comm_size, singletons=facts.singletons,
             launcher=facts.launcher)
