@@ -144,6 +144,15 @@ def test_srun_labels_do_not_hide_a_help_text(tmp_path):
     assert {f["title"] for f in json.loads(result.stdout)["findings"]} >= {"ompi-no-slurm-pmi"}
 
 
+def test_a_help_text_with_no_error_word_is_listed_when_nothing_explains_it(tmp_path):
+    # a frame is kept whole for its dashes; its words need not read like an error to be worth showing
+    framed = "\n".join(["-" * 74, 'The value of the MCA parameter "frob_agent" was set to a path', "that is wrong:",
+                        "", "  frob_agent: frob", "-" * 74, ""])
+    document = json.loads(doctor(write(tmp_path, "frame.out", framed), "--json").stdout)
+    assert document["files"][0]["unrecognised"]["lines"] == [
+        'The value of the MCA parameter "frob_agent" was set to a path that is wrong: frob_agent: frob']
+
+
 def test_standard_input(tmp_path):
     result = doctor("-", "--json", stdin=UCX_USER_NAMESPACES)
     document = json.loads(result.stdout)

@@ -149,15 +149,14 @@ CASES = {
          "number of requested nodes 2. Ignoring --ntasks-per-node."]),
     # a second round, from other threads
     # PMIx's psec framework without munge under pyxis, the help texts pasted without their dashes (blank lines
-    # between their parts): each text read whole, PMIx's advice alone; the server's NOT-FOUND that follows stays listed
+    # between their parts): each text read whole, PMIx's advice alone, a problem as pmix_psec_base_open failed
+    # follows; the server's NOT-FOUND that follows stays listed
     "pyxis_psec_munge_hpl.out": (
-        "https://github.com/NVIDIA/pyxis/issues/88",
-        {("run-signatures", "pmix-psec"), ("output-ended", "the test did not finish")},
+        "https://github.com/NVIDIA/pyxis/issues/88", {("run-signatures", "pmix-psec")},
         ["[pgp0202:12255] PMIX ERROR: NOT-FOUND in file server/pmix_server.c at line 229"]),
     # the same under srun --container-name with Open MPI 5, framed and preceded by the shell's echo of the command
     "pyxis_psec_munge_ompi5.out": (
-        "https://github.com/NVIDIA/pyxis/issues/139",
-        {("run-signatures", "pmix-psec"), ("output-ended", "the test did not finish")}, []),
+        "https://github.com/NVIDIA/pyxis/issues/139", {("run-signatures", "pmix-psec")}, []),
     # srun's own PMIx plug-in without its library: Slurm's side, srun's generic words after it not listed
     "srun_pmix_plugin_cannot_load.out": (
         "https://github.com/pyiron/executorlib/pull/761", {("run-signatures", "slurm-pmix-plugin-not-loaded")}, []),
@@ -276,6 +275,36 @@ CASES = {
     # the PMIx server out of reach from ranks in Singularity under Slurm, then Open MPI's MPI_Init_thread banner
     "pmix_unreachable_gchp_singularity.out": (
         "https://github.com/geoschem/GCHP/issues/269", {("run-signatures", "pmix-server-unreachable")}, []),
+    # a third round, read blind: PMIx's psec without munge pasted with a blank line under every line, each help
+    # text still read whole: PMIx's problem (pmix_psec_base_open failed follows), not a component for Open MPI to
+    # drop; the server's NOT-FOUND stays listed
+    "ompi_psec_munge_double_spaced.out": (
+        "https://github.com/open-mpi/ompi/issues/9582", {("run-signatures", "pmix-psec")},
+        ["[cnode9:2708617] PMIX ERROR: NOT-FOUND in file server/pmix_server.c at"]),
+    # outputs with no table but a launcher's or a library's complaint: read as a failed output, the complaint
+    # listed (mpirun's slots, every rank alone, Open MPI versions that differ, Cray PMI's ALPS probing, no ssh)
+    "ompi_not_enough_slots_no_table.out": (
+        "https://github.com/h5py/h5py/issues/2627", {("output-ended", "the test did not finish")},
+        ["There are not enough slots available in the system to satisfy the 2"]),
+    "charliecloud_ranks_alone_comm_size_1.out": (
+        "https://github.com/hpc/charliecloud/issues/367", {("output-ended", "the test did not finish")},
+        ["Hello from 0 (comm size: 1)"]),
+    "charliecloud_ompi_version_differs.out": (
+        "https://github.com/hpc/charliecloud/issues/367", {("output-ended", "the test did not finish")},
+        ["usock_peer_recv_connect_ack: received different version from [[63455,1],14]: 2.1.1 instead of 2.1.6"]),
+    "cray_pmi_alps_warnings.out": (
+        "https://github.com/ComputationalRadiationPhysics/picongpu/pull/2581",
+        {("output-ended", "the test did not finish")},
+        ["Mon Apr  9 19:34:23 2018: [unset]:_pmi_alps_get_apid:alps response not OKAY",
+         "Mon Apr  9 19:34:23 2018: [unset]:_pmi_init:_pmi_alps_init returned -1"]),
+    "ompi_plm_rsh_agent_no_ssh.out": (
+        "https://github.com/EESSI/compatibility-layer/issues/230", {("output-ended", "the test did not finish")},
+        ['The value of the MCA parameter "plm_rsh_agent" was set to a path that could not be found: plm_rsh_agent: '
+         "ssh : rsh Please either unset the parameter, or check that the path is correct",
+         "[tcn43.local.snellius.surf.nl:99269] [[INVALID],INVALID] FORCE-TERMINATE AT Not found:-13 - error "
+         "plm_rsh_component.c(335)"]),
+    # an OSU table with no reference named: read, nothing claimed (the command says the figures were not judged)
+    "osu_latency_efa_intranode_no_reference.out": ("https://github.com/aws/aws-parallelcluster/issues/1143", set(), []),
 }
 
 
@@ -355,6 +384,32 @@ def test_a_slingshot_file_at_tcp_class_is_called_so_with_both_figures():
     assert finding["title"].startswith("TCP-class bandwidth: 1280 MB/s at 4 MiB against 24008 MB/s")
     assert finding["evidence"]["figure"] == "1280 MB/s at 4 MiB"
     assert finding["evidence"]["reference_figure"].startswith("24008 MB/s at 4 MiB")
+
+
+def test_a_file_of_messages_without_a_table_is_read_and_its_status_agrees(tmp_path):
+    # a launcher's complaint alone is a failed output, not a file refused; the JSON's status is the exit status
+    slots = HELD_OUT / "ompi_not_enough_slots_no_table.out"
+    text = doctor(slots)
+    assert text.returncode == 1 and "not read" not in text.stdout
+    said = " ".join(text.stdout.split())
+    assert "no table (failed)" in said and "not enough slots available" in said
+    assert "A known message above names the cause" not in said
+    document = json.loads(doctor(slots, tmp_path, "--json").stdout)
+    assert document["status"] == 1 and document["unreadable"] and document["files"][0]["unrecognised"]["count"] == 1
+    alone = doctor(HELD_OUT / "osu_latency_efa_intranode_no_reference.out", tmp_path, "--json")
+    assert alone.returncode == json.loads(alone.stdout)["status"] == 2
+
+
+def test_figures_without_a_reference_are_said_not_judged_and_a_source_list_printed_once():
+    table = HELD_OUT / "osu_latency_efa_intranode_no_reference.out"
+    text = doctor(table)
+    assert text.returncode == 0
+    assert "figures not judged: give --like ref:NAME" in " ".join(text.stdout.split())
+    assert "mpistack references" in text.stdout
+    assert "not judged" not in doctor(table, "--like", "ref:alps-gh200-mpich-ce").stdout
+    two = doctor(HELD_OUT / "ompi_plm_rsh_agent_no_ssh.out", HELD_OUT / "cray_pmi_alps_warnings.out")
+    assert two.stdout.count("rule output-ended; source:") == 1 and "not judged" not in two.stdout
+    assert [line for line in two.stdout.splitlines() if len(line) > 80 and " " in line.strip()] == []
 
 
 def test_an_unreadable_file_is_one_line_beside_the_others():

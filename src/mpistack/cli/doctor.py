@@ -296,7 +296,9 @@ def _print(findings, looked_at) -> None:
     _print_counts(findings)
 
 
-def _print_finding(finding, where: str) -> None:
+def _print_finding(finding, where: str, sources_shown: set[str] | None = None) -> None:
+    """A finding under its verdict; ``sources_shown``: the sources printed already in this listing, each said
+    once (a rule's list of sources is the same for every file it finds in)."""
     from rich.text import Text
 
     import textwrap
@@ -316,7 +318,12 @@ def _print_finding(finding, where: str) -> None:
             _indented(f"fix: {finding.fix}", "bold")
         for key, value in finding.to_dict()["evidence"].items():
             _indented(f"{key}: {value if isinstance(value, str) else json.dumps(value)}", "dim")
-        _indented(f"rule {finding.rule}; source: {finding.source}", "dim")
+        if sources_shown is not None and finding.source in sources_shown:
+            _indented(f"rule {finding.rule}; source: as above", "dim")
+        else:
+            _indented(f"rule {finding.rule}; source: {finding.source}", "dim")
+        if sources_shown is not None:
+            sources_shown.add(finding.source)
 
 
 def _print_counts(findings, per: str = "") -> None:

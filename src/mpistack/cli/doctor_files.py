@@ -11,6 +11,9 @@ from .common import fail, out
 from .doctor import _indented, _print_counts, _print_finding
 
 STATUS_BAD_FILE = 2  # a file that is not output (a directory, a FIFO, binary, empty) is bad usage
+# said when tables were read and no reference named: their figures alone prove nothing slow or fast
+NOT_JUDGED = ("figures not judged: give --like ref:NAME to compare them with a published reference "
+              "(mpistack references lists them)")
 
 
 def doctor_files(files: list[str], like: str | None, signatures: bool, as_json: bool, others: list[str]) -> None:
@@ -45,17 +48,22 @@ def doctor_files(files: list[str], like: str | None, signatures: bool, as_json: 
                              if (figure := figure_of(run, reading.subject(run))) is not None]
         findings += diagnose("file", reference)
     left = {reading.name: unrecognised(reading.messages.messages) for reading in readings}
+    status = exit_status(findings) or (STATUS_BAD_FILE if unreadable else 0)
+    judged = None if reference is not None or not any(run.rows for reading in readings for run in reading.runs) \
+        else NOT_JUDGED
     if as_json:
         from ..doctor import to_json
 
         document = to_json(findings, [reading.name for reading in readings])
         document["files"] = [_file_json(reading, left[reading.name]) for reading in readings]
         document["unreadable"] = unreadable
+        document["status"] = status  # the command's exit status, a file not read included
+        if judged:
+            document["figures"] = judged
         print(json.dumps(document, indent=2))
     else:
-        _print_files(readings, findings, left, unreadable)
-    status = exit_status(findings)
-    raise typer.Exit(status or (STATUS_BAD_FILE if unreadable else 0))
+        _print_files(readings, findings, left, unreadable, judged)
+    raise typer.Exit(status)
 
 
 def _tests(reading) -> str:
@@ -82,7 +90,7 @@ def _file_json(reading, left: list[str]) -> dict:
             "unrecognised": {"count": len(left), "lines": left}}
 
 
-def _print_files(readings, findings, left, unreadable) -> None:
+def _print_files(readings, findings, left, unreadable, judged: str | None) -> None:
     from rich.text import Text
 
     from ..doctor import by_cause
@@ -95,13 +103,15 @@ def _print_files(readings, findings, left, unreadable) -> None:
         _indented(f"{reading.name}: {_tests(reading)}", "cyan", by=2)
         if reading.problem:
             _indented(f"no table read: {reading.problem}", "dim", by=4)
-    causes = []
+    causes, sources = [], set()
     for group in by_cause(findings).values():
         subjects = list(dict.fromkeys(finding.subject for finding in group if finding.subject))
-        _print_finding(group[0], f"in {', '.join(subjects)}" if subjects else "")
+        _print_finding(group[0], f"in {', '.join(subjects)}" if subjects else "", sources)
         causes.append(group[0])
     for reading in readings:
         _print_unrecognised(reading.name, left[reading.name])
+    if judged:
+        _indented(judged, "dim", by=0)
     _print_counts(causes)
 
 

@@ -133,7 +133,9 @@ def unrecognised(messages: list[str], bank=None) -> list[str]:
     known = [(message, [signature for signature in bank if _matches(signature, message)
                         or any(_spans(signature, *pair) for pair in _pairs(messages, index))])
              for index, message in enumerate(messages)]
-    explained = any(signature.verdict == "problem" for _message, signatures in known for signature in signatures)
+    text = "\n".join(messages)
+    explained = any(signature.verdict_in(text) == "problem" for _message, signatures in known
+                    for signature in signatures)
     left = []
     for message, signatures in known:
         lines = message.splitlines()
@@ -143,6 +145,8 @@ def unrecognised(messages: list[str], bank=None) -> list[str]:
             continue  # the library's banner that MPI_Init failed, below the known message saying why
         shown = next((line for line in lines if looks_like_message(line) and not abort_line(line)
                       and not detail_line(line) and not _NOTES.search(line) and not _COMMAND.match(line)), None)
+        if not any(looks_like_message(line) for line in lines):
+            shown = message  # a help text kept whole for its frame, with no error's word in it: still not understood
         if shown is not None:
             left.append(shown)
     return left

@@ -31,16 +31,24 @@ class Signature:
     # another message that, anywhere in the same text, says the cause is not this one (NCCL's shared-memory
     # segment that failed in a CUDA call, not for want of space)
     unless: re.Pattern | None = None
+    # a message that, anywhere in the same text, makes a warning fatal (PMIx's psec framework without munge is
+    # a warning until `pmix_psec_base_open failed` follows it)
+    problem_with: re.Pattern | None = None
 
     def withdrawn(self, text: str) -> bool:
         """True when the text holds the message that rules this cause out."""
         return bool(self.unless and self.unless.search(text))
+
+    def verdict_in(self, text: str) -> str:
+        """The verdict in this text: its own, or problem where the text holds the message that makes it one."""
+        return "problem" if self.problem_with and self.problem_with.search(text) else self.verdict
 
 
 @dataclass(frozen=True)
 class Hit:
     signature: Signature
     line: str  # the first matching line, as campaign.reasons cleans a reason
+    verdict: str  # the signature's verdict in the text it was found in (Signature.verdict_in)
 
 
 def load_bank(path=None) -> list[Signature]:
@@ -61,11 +69,12 @@ def load_bank(path=None) -> list[Signature]:
         if entry["id"] in seen:
             raise SignatureError(f"{where}: id {entry['id']!r} used twice")
         seen.add(entry["id"])
-        if "unless" in entry and (not isinstance(entry["unless"], str) or not entry["unless"].strip()):
-            raise SignatureError(f"{where} ({entry['id']}): field 'unless' empty (expected a regular expression)")
-        pattern, unless = (_compiled(entry, name, where) for name in ("pattern", "unless"))
+        for name in ("unless", "problem_with"):
+            if name in entry and (not isinstance(entry[name], str) or not entry[name].strip()):
+                raise SignatureError(f"{where} ({entry['id']}): field {name!r} empty (expected a regular expression)")
+        pattern, unless, problem_with = (_compiled(entry, name, where) for name in ("pattern", "unless", "problem_with"))
         bank.append(Signature(entry["id"], entry["verdict"], pattern, entry["meaning"], entry["fix"], entry["source"],
-                              unless))
+                              unless, problem_with))
     return bank
 
 
@@ -99,5 +108,5 @@ def match(text: str | None, bank=None) -> list[Hit]:
         if line is None and (folded := signature.pattern.search(flat)):
             line = folded.group(0)
         if line is not None:
-            hits.append(Hit(signature, first_reason(line) or line.strip()))
+            hits.append(Hit(signature, first_reason(line) or line.strip(), signature.verdict_in(text)))
     return hits

@@ -75,7 +75,12 @@ _MESSAGE_WORDS = re.compile(
     # words of known messages printed on a line of their own, outside a help frame: libfabric's `fi_getinfo: -61
     # (No data available)`, Open MPI's aggregated `N more processes have sent help message ...`, srun's `Job step
     # creation temporarily disabled, retrying`, a crash's `Failing at address`, an application's own signal handler (`Caught SIGBUS`)
-    r"no data available|help message|retrying|failing at address|sig(?:bus|segv|abrt))\b",
+    r"no data available|help message|retrying|failing at address|sig(?:bus|segv|abrt)|"
+    # and the words of launchers' and PMIs' complaints with none of those: Open MPI's `not enough slots`, a path
+    # that `could not be found`, `received different version`, Cray PMI's `_pmi_alps_init returned -1` and `alps
+    # response not OKAY`, and a program's own `comm size: 1` (every rank alone)
+    r"not enough slots|could not be found|different version|returned -\d+|not okay|"
+    r"comm size:? 1)\b",
     re.IGNORECASE)
 # Open MPI's help texts (show_help) are framed by lines of dashes; a frame is kept whole, as one message on one line,
 # since its sentences run over several lines
@@ -122,6 +127,11 @@ def looks_like_message(line: str) -> bool:
         and not _BELOW_WARNING.search(line)
 
 
+def _continues(before: str, line: str) -> bool:
+    """True when ``line`` goes on with the sentence ``before`` left open (no full stop, a word in lower case)."""
+    return not before.rstrip().endswith((".", "!", "?", ":")) and line[:1].islower()
+
+
 class MessageLines:
     """The messages in an output read line by line (``feed``): lines that look like warnings or errors, and Open
     MPI's framed help texts whole. Bounded: the same line printed by every rank (numbers aside: pids, ranks,
@@ -142,6 +152,7 @@ class MessageLines:
         self._frame: list[str] | None = None
         self._loose: list[str] | None = None  # a help text without its dashes, and whether a blank line ended a part
         self._loose_blank = False
+        self._loose_double = False  # the text pasted with a blank line under each of its lines
         self.test: str | None = None  # the first OSU test a line names ('$ srun ./osu_bw'), without osu_
 
     def feed(self, raw: str) -> None:
@@ -163,7 +174,7 @@ class MessageLines:
                 self._keep_frame(frame)
             return
         if self._frame is None and _HELP_OPENER.match(line):
-            self._loose, self._loose_blank = [line], False
+            self._loose, self._loose_blank, self._loose_double = [line], False, False
             return
         if self._frame is not None:
             if line and len(self._frame) < FRAME_LINES:
@@ -184,8 +195,18 @@ class MessageLines:
         if not unlabelled.strip():
             self._loose_blank = True
             return True
-        ended = _FRAME.match(unlabelled.strip()) or len(self._loose) >= FRAME_LINES \
-            or (self._loose_blank and not _HELP_DETAIL.match(unlabelled))
+        if self._loose_blank and not self._loose_double and _continues(self._loose[-1], unlabelled):
+            self._loose_double = True  # a sentence goes on after the blank: a paste with a blank under every line
+        if self._loose_double:
+            # its blank lines say nothing: the text ends at another help text, a line of a log ('[host:pid] ...')
+            # or a new sentence after one that ended
+            ended = _FRAME.match(unlabelled.strip()) or len(self._loose) >= FRAME_LINES \
+                or _HELP_OPENER.match(unlabelled) or unlabelled.startswith("[") \
+                or (self._loose[-1].endswith((".", "!", "?")) and not _HELP_DETAIL.match(unlabelled)
+                    and not unlabelled[:1].islower())
+        else:
+            ended = _FRAME.match(unlabelled.strip()) or len(self._loose) >= FRAME_LINES \
+                or (self._loose_blank and not _HELP_DETAIL.match(unlabelled))
         if ended:
             text, self._loose = self._loose, None
             self._keep_frame(text)

@@ -32,7 +32,7 @@ def output_ended(rule, run: dict):
                                                                       RunStatus.VALIDATION_FAILED.value):
         return
     lines = (run.get("message") or "").splitlines()
-    if any(hit.signature.verdict == "problem" for hit in match(run.get("message"))):
+    if any(hit.verdict == "problem" for hit in match(run.get("message"))):
         return  # a known message says why (run-signatures)
     if run["status"] == RunStatus.VALIDATION_FAILED.value:
         yield rule.finding("problem", "the data validation failed",
@@ -43,9 +43,9 @@ def output_ended(rule, run: dict):
                            failed_sizes=run.get("failed_sizes") or [], status=run["status"])
         return
     yield rule.finding("problem", "the test did not finish",
-                       "The output stops before its table ends (or before it starts): the job failed or was killed. "
-                       "A known message above names the cause; lines the doctor does not know are listed as "
-                       "unrecognised.",
+                       "The output stops before its table ends (or before it starts): the job failed or was killed, "
+                       "and no known message of a problem says why. The lines the doctor does not know are listed "
+                       "as unrecognised.",
                        "Fix the cause the messages name, then rerun; with no message, rerun with the MPI's "
                        "verbose settings (UCX_LOG_LEVEL=info, FI_LOG_LEVEL=warn, OMPI_MCA_btl_base_verbose=100).",
                        subject=subject_of(run), status=run["status"],

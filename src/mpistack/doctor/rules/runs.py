@@ -66,7 +66,7 @@ def run_signatures(rule, run: dict):
         signature = hit.signature
         if (explained and signature.id in SHM_FAILURES) or (one_kernel and signature.id in SHM_ATTACH_REFUSED):
             continue
-        yield rule.finding(signature.verdict, signature.id, signature.meaning, signature.fix,
+        yield rule.finding(hit.verdict, signature.id, signature.meaning, signature.fix,
                            subject=subject_of(run), cell=run_cell(run), source=signature.source, line=hit.line,
                            status=run.get("status"))
 

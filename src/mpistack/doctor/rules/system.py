@@ -234,5 +234,5 @@ def probe_signatures(rule, facts: SystemFacts):
     for hit in match(facts.probe_output):
         if hit.signature.id in ("shm-target-full", "bus-error", "ucx-posix-oom", "ranks-did-not-join"):
             continue  # shm-size and singletons explain these with their figures
-        yield rule.finding(hit.signature.verdict, hit.signature.id, hit.signature.meaning, hit.signature.fix,
+        yield rule.finding(hit.verdict, hit.signature.id, hit.signature.meaning, hit.signature.fix,
                            subject=facts.where, source=hit.signature.source, line=hit.line)
