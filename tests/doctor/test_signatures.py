@@ -216,6 +216,16 @@ def test_a_message_is_told_from_its_look_alike(message, expected, not_claimed):
     assert (expected is None or expected in found) and not_claimed not in found, found
 
 
+def test_pmix_psec_is_a_problem_when_its_framework_failed_to_open_and_no_component_is_blamed():
+    # PMIx's two help texts of open-mpi/ompi issue 9582, read as one output
+    found = {hit.signature.id: hit.verdict for hit in match(
+        "A requested component was not found, or was unable to be opened. Host: cnode9 Framework: psec Component: "
+        "munge\nIt looks like pmix_init failed for some reason; ... pmix_psec_base_open failed --> Returned value "
+        "-46 instead of PMIX_SUCCESS")}
+    assert found == {"pmix-psec": "problem"}
+    assert {hit.verdict for hit in match("Framework: psec\nComponent: munge")} == {"warning"}
+
+
 def test_an_ordinary_output_matches_nothing():
     assert match("# OSU MPI Latency Test v7.5\n# Size Latency (us)\n1 0.21\n") == []
     assert match(None) == []

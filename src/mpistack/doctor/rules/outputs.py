@@ -46,7 +46,7 @@ def output_ended(rule, run: dict):
                        "The output stops before its table ends (or before it starts): the job failed or was killed, "
                        "and no known message of a problem says why. The lines the doctor does not know are listed "
                        "as unrecognised.",
-                       "Fix the cause the messages name, then rerun; with no message, rerun with the MPI's "
+                       "Fix what the unrecognised lines name, then rerun; with none, rerun with the MPI's "
                        "verbose settings (UCX_LOG_LEVEL=info, FI_LOG_LEVEL=warn, OMPI_MCA_btl_base_verbose=100).",
                        subject=subject_of(run), status=run["status"],
                        **({"first_message": lines[0]} if lines else {}))
