@@ -398,6 +398,11 @@ def test_a_file_of_messages_without_a_table_is_read_and_its_status_agrees(tmp_pa
     assert document["status"] == 1 and document["unreadable"] and document["files"][0]["unrecognised"]["count"] == 1
     alone = doctor(HELD_OUT / "osu_latency_efa_intranode_no_reference.out", tmp_path, "--json")
     assert alone.returncode == json.loads(alone.stdout)["status"] == 2
+    # text with neither a table nor a message is read too, saying so: only what is not text is refused
+    (tmp_path / "hello.out").write_text("Hello from 0\nHello from 1\n")
+    hello = doctor(tmp_path / "hello.out")
+    said = " ".join(hello.stdout.split())
+    assert hello.returncode == 0 and "no table, no message" in said and "not read" not in said
 
 
 def test_figures_without_a_reference_are_said_not_judged_and_a_source_list_printed_once():

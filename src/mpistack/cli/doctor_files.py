@@ -74,7 +74,7 @@ def _tests(reading) -> str:
         parts.append(f"{run.benchmark} at line {run.line}" + (f" ({placed})" if placed else "")
                      + (f", {run.status.value}" if run.status.value != "ok" else "") if run.line
                      else f"no table ({run.status.value})")
-    return "; ".join(parts)
+    return "; ".join(parts) or "no table, no message"
 
 
 def _count(number: int | None, noun: str) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from ..cache import UnsafePath, open_regular_file
 from ..parsers import MessageLines, ParsedRun, ParseError, parse_output
 from ..parsers.launcher_messages import abort_line, detail_line, generic_failure, looks_like_message
-from ..parsers.model import VALIDATION_NAMES
+from ..parsers.model import VALIDATION_NAMES, NoBenchmarkOutput
 from ..spec.provenance import Provenance
 from .model import Finding, diagnose
 from .signatures import shipped_bank
@@ -80,9 +80,11 @@ def _read(path: Path, name: str, tags: dict[str, str] | None) -> FileReading:
         reading.runs = parse_output(path, errors="replace", collector=reading.messages)
     except ParseError as error:
         said = str(error).replace(str(path), name, 1)
-        if not reading.messages.close().messages:
-            raise UnreadableFile(said) from None
         reading.problem = said
+        if not reading.messages.close().messages:
+            if isinstance(error, NoBenchmarkOutput):
+                return reading  # text, though neither a table nor a message: read, with nothing to say of it
+            raise UnreadableFile(said) from None  # not text (empty, binary, not UTF-8)
         # the messages are still read against the bank, as one failed output
         run = ParsedRun.empty(reading.messages.test or "unknown")
         run.aborted, run.title, run.messages = True, "unreadable output", reading.messages.text().splitlines()
