@@ -174,6 +174,7 @@ MESSAGES = [
     ("slurmd-unreachable-at-launch", "srun: error: Task launch for 34.0 failed on node ubuntu4: Socket timed out on "
                                      "send/recv operation"),
     ("slurmd-unreachable-at-launch", "srun: error: slurm_receive_msgs: Socket timed out on send/recv operation"),
+    ("slurmd-unreachable-at-launch", "srun: error: Application launch failed: Communication connection failure"),
     ("slurmd-unreachable-at-launch", "srun: error: Task launch for StepId=7.0 failed on node c3: Protocol "
                                      "authentication error"),
     ("ssh-openssl-mismatch", "OpenSSL version mismatch. Built against 1000105f, you have 10001060"),
