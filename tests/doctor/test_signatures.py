@@ -190,6 +190,9 @@ MESSAGES = [
                                   "0x15213b956010, length=65536, access=0xf) failed: Cannot allocate memory : Please "
                                   "set max locked memory (ulimit -l) to 'unlimited' (current: 524288 kbytes)"),
     ("verbs-locked-memory-limit", "machine [0] misc/ibvwrap.cu:269 WARN Call to ibv_create_qp failed"),
+    ("verbs-locked-memory-limit", "The OpenFabrics (openib) BTL failed to initialize while trying to\nallocate some "
+                                  "locked memory.  This typically can indicate that the\nmemlock limits are set too "
+                                  "low."),
     ("verbs-locked-memory-limit", "gpu1:77:91 [0] NCCL INFO NET/IB : Call to ibv_create_qp failed with error "
                                   "Cannot allocate memory"),
     ("sysv-shm-limit", "[1579192987.880374] [h:440443:0]  sys.c:619  UCX  ERROR shmget(size=4263936 flags=0x7b0) for "
@@ -322,7 +325,7 @@ def test_the_line_shown_drops_open_mpis_prefix_and_keeps_the_peers_names():
 # Open MPI's help texts, printed between lines of dashes (the others are printed on lines of their own)
 HELP_TEXTS = {"cma-permission-denied", "shm-target-full", "pmix-psec", "ompi-no-slurm-pmi", "ompi-tcp-unexpected-peer",
               "ompi-no-fabric-interface", "ompi-unreachable-peers", "ompi-component-not-found",
-              "ompi-not-enough-slots", "ompi-no-ssh-agent"}
+              "ompi-not-enough-slots", "ompi-no-ssh-agent", "verbs-locked-memory-limit"}
 
 
 @pytest.mark.parametrize("expected, message", MESSAGES, ids=[f"{i}-{m[0]}" for i, m in enumerate(MESSAGES)])
