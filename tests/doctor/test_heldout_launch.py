@@ -81,6 +81,18 @@ def test_the_memlock_probe_beside_a_complete_table_keeps_the_table():
     assert run.benchmark == "bcast" and len(run.rows) == 1 and not run.incomplete
 
 
+@pytest.mark.parametrize("name, verdict", [("ucx_memlock_shm_osu.out", "warning"),
+                                           ("nccl_ibv_create_qp.out", "problem")])
+def test_the_memlock_limit_is_a_problem_only_where_a_failure_follows_it(name, verdict):
+    """UCX probing an unused mlx5 device beside a complete table is a warning (the figures stand); NCCL's queue
+    pair refused and its 'unhandled system error' after it is the run's failure."""
+    from mpistack.doctor.signatures import match
+
+    text = (LAUNCH / name).read_text()
+    (hit,) = [hit for hit in match(text) if hit.signature.id == "verbs-locked-memory-limit"]
+    assert hit.verdict == verdict
+
+
 @pytest.mark.parametrize("name, signature", [("ompi_no_ssh_agent_mpirun.out", "ompi-no-ssh-agent"),
                                              ("slurmd_socket_timeout_munge.out", "slurmd-unreachable-at-launch")])
 def test_the_command_names_the_cause_with_its_fix_and_thread(name, signature):
