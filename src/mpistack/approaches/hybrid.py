@@ -74,7 +74,8 @@ def per_rank_launch(case, resources, label: str, env: dict[str, str], argv: list
         passthrough = PMI_ENV_PATTERNS
     runtime = resources.runtime_for(case)
     start = rank_starter(resources).ranks_in_containers(mpi, case.placement)
-    another_uid = mpi == "openmpi" and runtime.ranks_are_another_uid()
+    # a PMIx server checks the uid each client reports (psec); MPICH's PMI-2 wire-up does not
+    another_uid = wire == "pmix" and runtime.ranks_are_another_uid()
     if another_uid and not start.serves_pmix:
         raise Refused(ROOTLESS_PMIX_REFUSAL.format(runtime=runtime.name, launcher=resources.launcher))
     run = container(case, resources, label, env, argv, per_rank=True, mounts=list(mounts),
