@@ -9,7 +9,7 @@ import pytest
 from mpistack.campaign.estimate import Estimate
 from mpistack.campaign.matrix import expand
 from mpistack.campaign.schedule import baselines, comparison_group
-from mpistack.campaign.sequence import Launches, Look, check_budget, row_identity, stages_of
+from mpistack.campaign.sequence import Launches, Look, check_budget, planned_maximum, row_identity, stages_of
 from mpistack.spec.campaign import CampaignError, load_campaign_text
 
 CAMPAIGN = """name = "seq"
@@ -101,17 +101,69 @@ def test_the_campaign_ends_when_no_row_goes_on():
     assert max(case.repeat for case in ran) == 6
 
 
-def test_a_stage_that_does_not_fit_the_budget_is_not_started_and_the_open_rows_say_so():
+def test_a_pilot_that_leaves_no_room_for_a_round_plans_no_more_and_the_open_rows_say_budget():
     chosen = campaign(budget=100.0)
     cases = expand(chosen)
     pilot = len([case for case in cases if case.repeat <= 6])
     open_row = next(case for case in cases if case.approach.name == "container")
+    clock, recorded = Clock(), []
+    launches = Launches(chosen, cases, set(), lambda *_: Look({row_identity(open_row): "that row"}, 3, 1), 1,
+                        clock=clock, record_maximum=recorded.append)
+    ran = run_all(launches, clock, seconds=90.0 / pilot)  # the pilot took 90 of the 100 s: 15 s a round, 10 s left
+    assert len(ran) == pilot and launches.stopped == "budget" and recorded == [6]
+    assert launches.conclude() == [("that row", "budget: the next rounds did not fit in what was left of it")]
+
+
+def test_a_stage_that_does_not_fit_the_budget_is_not_started():
+    """The plan assumes the rounds cost what the pilot's did; a stage that turns out dearer is still checked."""
+    chosen = campaign(budget=100.0)
+    cases = expand(chosen)
+    open_row = next(case for case in cases if case.approach.name == "container")
     clock = Clock()
     launches = Launches(chosen, cases, set(), lambda *_: Look({row_identity(open_row): "that row"}, 3, 1), 1,
-                        clock=clock)
-    ran = run_all(launches, clock, seconds=90.0 / pilot)  # the pilot took 90 of the 100 s
+                        clock=clock, maximum=16)  # as recorded by an earlier session
+    pilot = len([case for case in cases if case.repeat <= 6])
+    ran = run_all(launches, clock, seconds=90.0 / pilot)
     assert len(ran) == pilot and launches.stopped == "budget"
-    assert launches.conclude() == [("that row", "budget: the next rounds did not fit in what was left of it")]
+
+
+@pytest.mark.parametrize("pilot_cost, left, maximum", [
+    (410.0, 310.0, 10),  # 68 s a round: 4 more rounds fit
+    (410.0, 250.0, 8),  # 3 fit: an even number more, so the last look ends a counterbalanced pair
+    (410.0, 60.0, 6),  # none fit: the pilot is the only look
+    (60.0, 3600.0, 16),  # never beyond repeats
+    (410.0, -5.0, 6),  # the pilot overran the budget
+])
+def test_the_maximum_is_the_most_rounds_the_rest_of_the_budget_reaches_at_the_pilots_cost(pilot_cost, left,
+                                                                                           maximum):
+    assert planned_maximum(campaign(budget=720.0), pilot_cost, left) == maximum
+
+
+def test_a_budget_plans_the_looks_from_the_pilots_cost_before_the_first_look_and_records_it_once():
+    chosen = campaign(budget=300.0, repeats=24)
+    cases = expand(chosen)
+    pilot = len([case for case in cases if case.repeat <= 6])
+    open_row = next(case for case in cases if case.approach.name == "container")
+    events = []
+
+    def judge(campaign_id: int, through: int) -> Look:
+        events.append(("look", through))
+        return Look({row_identity(open_row): "that row"}, 3, 1)
+
+    def record(rounds: int) -> None:
+        events.append(("planned", rounds))
+
+    clock = Clock()
+    launches = Launches(chosen, cases, set(), judge, 1, clock=clock, record_maximum=record)
+    ran = run_all(launches, clock, seconds=120.0 / pilot)  # 20 s a round: 180 s left hold 9 rounds, 8 planned
+    assert events[:2] == [("planned", 14), ("look", 6)]  # planned before the first look, whose level depends on it
+    assert [event for event in events if event[0] == "look"] == [("look", 6), ("look", 10)]  # 14: conclude's
+    assert max(case.repeat for case in ran) == 14 and launches.maximum == 14
+    # a resumed session reads the recorded maximum and plans nothing
+    again = []
+    resumed = Launches(chosen, cases, {case.key for case in ran}, judge, 1, clock=Clock(), maximum=14,
+                       record_maximum=again.append)
+    assert run_all(resumed) == [] and again == []
 
 
 def test_through_a_batch_system_a_stage_is_handed_out_whole_and_costed_by_its_wall_time_queue_included():
@@ -203,3 +255,25 @@ def test_bad_pilot_and_budget_are_named_with_the_field(line, message):
                                            ('"1.5h"', 5400)])
 def test_budgets_read_as_people_write_them(text, seconds):
     assert campaign(CAMPAIGN.replace("pilot = 6", f"pilot = 6\nbudget = {text}")).budget == seconds
+
+
+def test_the_looks_read_back_from_the_store_are_the_ones_the_run_planned(tmp_path):
+    """A report, a --resume and the run's own looks read one record: the maximum planned as the pilot ended.
+    The record is a fact of the run, so it is neither a change of the file (--resume) nor lost by --force."""
+    from mpistack.campaign.resume import recorded_spec, resumed
+    from mpistack.spec.campaign import recorded_looks
+    from mpistack.store import open_database
+    from mpistack.store.campaigns import campaign_spec, record_planned_maximum, start_campaign
+
+    database = open_database(f"sqlite:///{tmp_path / 's.db'}")
+    budgeted = campaign(budget=720.0, repeats=24)
+    number = start_campaign(database, budgeted.name, recorded_spec(budgeted))
+    assert recorded_looks(campaign_spec(database, number)) == (6,)  # the pilot has not ended: its look alone
+    record_planned_maximum(database, number, 10)
+    assert recorded_looks(campaign_spec(database, number)) == (6, 10)
+    assert resumed(budgeted, database) == (number, budgeted)  # the record is no change of the file
+    edited = budgeted.model_copy(update={"timeout": 99})
+    assert resumed(edited, database, force=True)[0] == number
+    assert campaign_spec(database, number)["planned_maximum"] == 10 and campaign_spec(database, number)["timeout"] == 99
+    # without a budget the looks go to repeats, as the file says
+    assert recorded_looks(recorded_spec(campaign())) == (6, 10, 16)

@@ -86,7 +86,9 @@ def test_the_dry_run_lists_the_pilot_and_prints_its_cost_beside_the_budget(tmp_p
     result = mpistack("run", sequential_campaign(tmp_path), "--dry-run", "--budget", "15m", home=tmp_path)
     text = " ".join(result.stdout.split())
     assert "sequential: a pilot of 6 rounds for every case (30 launches" in text  # 4 cases, a baseline twice a round
-    assert "looks after 6, 10 rounds (the maximum); budget 15 min" in text
+    # with a budget, the looks are planned when the pilot's cost is known: the budget's reach, at most repeats
+    assert ("then rounds for the cases of open rows only, up to the most rounds the budget reaches at the pilot's "
+            "cost (planned when the pilot ends; at most 10); budget 15 min") in text
     assert "/r6" in text and "/r7" not in text  # the pilot's launches only
 
 
@@ -122,6 +124,10 @@ def test_settled_rows_stop_and_the_open_one_goes_on_with_its_baseline_and_the_co
     result = mpistack("run", sequential_campaign(tmp_path), "--db", db, "--budget", "10m", home=tmp_path)
     out = " ".join(result.stdout.split())
     assert "look after 6 rounds:" in out and "rounds 7–10:" in out
+    # the pilot's cost left room for every round: the looks planned to repeats, and recorded with the campaign
+    assert re.search(r"the pilot took \d+ s of the budget: looks planned after 6, 10 rounds", out), out
+    with sqlite3.connect(db) as connection:
+        assert json.loads(connection.execute("SELECT spec FROM campaigns").fetchone()[0])["planned_maximum"] == 10
     with sqlite3.connect(db) as connection:
         launches = dict(connection.execute(
             "SELECT t.value, count(*) FROM runs r JOIN run_tags t ON t.run_id = r.id AND t.key = 'variant' "

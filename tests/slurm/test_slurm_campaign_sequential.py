@@ -74,18 +74,20 @@ def test_after_the_pilots_jobs_only_open_rows_are_submitted(slurm_cluster, tmp_p
     assert later_jobs and min(later_jobs) > max(pilot_jobs)
 
 
-def test_a_stage_whose_wall_time_does_not_fit_the_budget_is_not_submitted(slurm_cluster, tmp_path):
+def test_a_pilot_whose_wall_time_leaves_no_room_for_a_stage_is_the_only_one(slurm_cluster, tmp_path):
     # the pilot's jobs (30 launches, the baseline's twice a round, with their probe steps and queue) take more
-    # than the budget's 1 s: the pilot runs whole (a submitted stage is not stopped), the next stage is not
-    # submitted, the open rows say why
+    # than the budget's 1 s: the pilot runs whole (a submitted stage is not stopped), the looks are planned to
+    # the pilot alone (at its full level), nothing more is submitted, the open rows say why
     out = " ".join(finish(start_mpistack(slurm_cluster, tmp_path, sequential_text(tmp_path, "1")),
                           timeout=600).split())
     launches = launches_by_variant(tmp_path / "db.sqlite")
     assert max(round_ for runs in launches.values() for round_, _ in runs) == 6, out
     assert sum(len(runs) for runs in launches.values()) == 30
     # (unless no row went on at the pilot's look: the noisy row's own forecast may stop it)
-    assert "rounds 7–10 (12 launches" in out and "budget: the next rounds did not fit" in out \
-        or " 0 going on" in out, out
+    assert "no further round fits in the 0 s left, so the pilot's look is the only one" in out, out
+    assert "rounds 7–10" not in out and "intervals 90.00% at the looks" in out
+    assert "the most rounds the budget reached at the pilot's cost" in out or "0 row(s) left open" in out \
+        or "row(s) left open" not in out, out
 
 
 def test_a_killed_sequential_run_resumes_its_stage_without_submitting_twice(slurm_cluster, tmp_path):

@@ -8,6 +8,11 @@ open rows only, up to the maximum, within a time budget.
     stage   the rounds up to the next planned look, for the cases of rows that go on, each with its
             baselines (a baseline runs while any of its candidates is open) and the A/A control in every
             round; blocks paired and counterbalanced as in any round (schedule.schedule)
+    maximum without a budget, the campaign's `repeats`; with one, planned when the pilot ends from what the
+            pilot cost: the most rounds the rest of the budget reaches if every case went on (`planned_maximum`),
+            recorded with the campaign. The looks' levels are spent over the rounds up to it, so a budget that
+            ends the launches early wastes no level on looks it never reaches; the plan depends on the launches'
+            cost alone, never on what they measured, so the spending stays valid (Lan and DeMets)
     budget  a stage starts only when its estimated cost (the launches' durations seen so far) fits in what
             is left; no launch starts once the budget is spent. Through a batch system a stage is submitted
             whole: its cost is the wall time per launch of the stages before (queue included), and once
@@ -25,7 +30,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 from sqlalchemy import Engine
 
-from ..spec.campaign import Campaign, CampaignError
+from ..spec.campaign import Campaign, CampaignError, planned_looks
 from ..spec.case import Case
 from . import schedule
 from .estimate import Estimate, duration, estimate
@@ -60,10 +65,23 @@ class Stage:
     last: int
 
 
-def stages_of(campaign: Campaign) -> list[Stage]:
-    """The stages: the pilot, then the rounds up to each planned look; one stage for a fixed design."""
-    looks = campaign.looks or (campaign.repeats,)
+def stages_of(campaign: Campaign, maximum: int | None = None) -> list[Stage]:
+    """The stages: the pilot, then the rounds up to each planned look, to `maximum` (the campaign's `repeats`
+    when not given); one stage for a fixed design. The first stage is the pilot whatever the maximum."""
+    looks = planned_looks(campaign.pilot, maximum or campaign.repeats) or (campaign.repeats,)
     return [Stage(before + 1, rounds) for before, rounds in zip((0, *looks), looks)]
+
+
+def planned_maximum(campaign: Campaign, pilot_cost: float, left: float) -> int:
+    """The most rounds a budgeted sequential campaign plans its looks to, once its pilot ended: the pilot and
+    as many more rounds as the rest of the budget (`left`, seconds) holds at the pilot's cost per round
+    (`pilot_cost`, the budget its rounds took), as if every case went on; an even number more, so that the last
+    look ends a counterbalanced pair of rounds; never beyond `repeats`. Rows that settle make the later rounds
+    cheaper, so the budget reaches it; the cost is the launches', not what they measured."""
+    pilot = campaign.pilot or campaign.repeats
+    per_round = pilot_cost / pilot
+    more = int(max(left, 0.0) // per_round) if per_round > 0 else campaign.repeats
+    return max(pilot, min(campaign.repeats, pilot + more - more % 2))
 
 
 def pilot_estimate(campaign: Campaign, cases: Sequence[Case], database: Engine | None = None,
@@ -78,10 +96,13 @@ def describe_plan(campaign: Campaign, pilot: Estimate) -> str:
     budget = f"; budget {duration(campaign.budget)}" if campaign.budget else ""
     if not campaign.pilot:
         return f"every case {campaign.repeats} times (a fixed design){budget}"
+    head = (f"sequential: a pilot of {campaign.pilot} rounds for every case ({pilot.launches} launches, "
+            f"{_cost(pilot)}), then rounds for the cases of open rows only")
+    if campaign.budget:
+        return (f"{head}, up to the most rounds the budget reaches at the pilot's cost (planned when the pilot "
+                f"ends; at most {campaign.repeats}){budget}")
     looks = ", ".join(str(rounds) for rounds in campaign.looks)
-    return (f"sequential: a pilot of {campaign.pilot} rounds for every case ({pilot.launches} launches, "
-            f"{_cost(pilot)}), then rounds for the cases of open rows only, looks after {looks} rounds (the "
-            f"maximum){budget}")
+    return f"{head}, looks after {looks} rounds (the maximum)"
 
 
 def describe_most(campaign: Campaign) -> str:
@@ -140,6 +161,10 @@ class Launches:
     per_launch: float = 0.0  # seconds a launch is expected to take before any has run here
     clock: Callable[[], float] = time.monotonic
     spent: float = 0.0  # seconds of the budget the campaign's earlier sessions spent (--resume)
+    #: the most rounds the looks are planned to: given when recorded (--resume); a budgeted campaign plans it
+    #: as its pilot ends (`planned_maximum`) and hands it to `record_maximum`; else the campaign's `repeats`
+    maximum: int | None = None
+    record_maximum: Callable[[int], None] = lambda rounds: None
     #: launched through a batch system: a stage's cost is counted in its wall time, its jobs' queue included
     queued: bool = False
     stopped: str = ""
@@ -164,7 +189,12 @@ class Launches:
         The look before a stage is taken when the caller asks for it, so every launch of the stage before must
         be stored by then; the wall time from handing a stage out to being asked for the next is its cost."""
         self._start = self.clock()
-        for number, stage in enumerate(stages_of(self.campaign)):
+        number = 0
+        while number < len(planned := stages_of(self.campaign, self.maximum)):
+            if number == 1 and self.maximum is None and self.campaign.budget is not None:
+                self._plan_maximum()
+                continue
+            stage = planned[number]
             chosen = self._stage_cases(stage, number)
             if chosen is None:
                 return
@@ -180,11 +210,27 @@ class Launches:
             if number:
                 self.say(f"rounds {stage.first}–{stage.last}: {len(todo)} launches"
                          + (f", about {duration(self._stage_cost(todo))}" if todo else ""))
+            number += 1
             if not todo:
                 continue
             began = self.clock()
             yield todo
             self._stage_walls.append((self.clock() - began, len(todo)))
+
+    def _plan_maximum(self) -> None:
+        """The pilot ended: plan the looks to the most rounds the rest of the budget reaches (planned_maximum),
+        from the budget the pilot took (earlier sessions' included), and record it before the first look."""
+        used = self.campaign.budget - self.left()
+        self.maximum = planned_maximum(self.campaign, used, self.left())
+        self.record_maximum(self.maximum)
+        if self.maximum <= stages_of(self.campaign)[0].last < self.campaign.repeats:
+            self.stopped = "budget"
+            self.say(f"the pilot took {duration(used)} of the budget: no further round fits in the "
+                     f"{duration(max(self.left(), 0))} left, so the pilot's look is the only one")
+            return
+        looks = ", ".join(map(str, planned_looks(self.campaign.pilot, self.maximum)))
+        self.say(f"the pilot took {duration(used)} of the budget: looks planned after {looks} rounds (the most the "
+                 f"{duration(max(self.left(), 0))} left reach if every case went on; rows that settle stop sooner)")
 
     def _stage_cost(self, todo: Sequence[Case]) -> float:
         """A stage's expected cost: launched one by one, the sum of its launches' expected durations; through a
@@ -243,13 +289,21 @@ class Launches:
         """After the run: each open row and why it got no more rounds (the last look, on every round stored)."""
         if self.judge is None:
             return []
-        self.look = look = self.judge(self.campaign_id, self.campaign.repeats)
+        self.look = look = self.judge(self.campaign_id, self.maximum or self.campaign.repeats)
         going = {"budget": "budget: the next rounds did not fit in what was left of it",
                  "": "interrupted"}.get(self.stopped, self.stopped)
         served = ("the A/A control: it runs only as the yardstick of open rows, and none went on" if not look.going_on
                   else going)
-        return [*look.stopped, *((name, going) for name in look.going_on.values()),
-                *((name, served) for name in look.controls)]
+        return [*((name, self._budget_said(why)) for name, why in look.stopped),
+                *((name, going) for name in look.going_on.values()), *((name, served) for name in look.controls)]
+
+    def _budget_said(self, why: str) -> str:
+        """An open row's reason, with where its maximum came from when the budget planned it below `repeats`
+        (the analysis names the maximum, not what set it)."""
+        if why.startswith("maximum") and self.maximum is not None and self.maximum < self.campaign.repeats:
+            return (f"{why} (the most rounds the budget reached at the pilot's cost, of repeats = "
+                    f"{self.campaign.repeats}; a new run with a larger budget reaches more)")
+        return why
 
 
 def _with_baselines(chosen: list[Case], cases: Sequence[Case]) -> list[Case]:

@@ -37,7 +37,8 @@ def run(
 
     from ..campaign import session
     from ..spec.campaign import CampaignError, load_campaign, parse_duration
-    from ..store.campaigns import CampaignLocked
+    from ..spec.campaign import recorded_looks
+    from ..store.campaigns import CampaignLocked, campaign_spec
     from ..store.database import hide_password
 
     url = db or GlobalOptions.db
@@ -66,7 +67,8 @@ def run(
               + (f", {result.failed} run(s) not ok" if result.failed else "") + f"; results in {db_name(db)}{kept}",
               highlight=False, soft_wrap=True)
     _print_unsettled(result.unsettled)
-    _report(store, result.campaign_id, campaign.name, campaign.analysis.model_dump(), db, campaign.looks)
+    _report(store, result.campaign_id, campaign.name, campaign.analysis.model_dump(), db,
+            recorded_looks(campaign_spec(store, result.campaign_id)))
     if result.interrupted:
         raise typer.Exit(130)
     if result.ok == 0:
@@ -88,11 +90,13 @@ def sequential_judge(store, campaign):
     from ..analysis.evidence import load_rows
     from ..analysis.sequential import DECIDED, until_round
     from ..campaign.sequence import Look
+    from ..spec.campaign import recorded_looks
+    from ..store.campaigns import campaign_spec
     from ..store.query import Where
 
-    settings = Settings.of(campaign.analysis, looks=campaign.looks)
-
     def judge(campaign_id: int, through: int) -> Look:
+        # the looks as recorded: a budgeted campaign's maximum is planned, and recorded, as its pilot ends
+        settings = Settings.of(campaign.analysis, looks=recorded_looks(campaign_spec(store, campaign_id)))
         rows = {key: until_round(row, through)
                 for key, row in load_rows(store, [Where("campaign", "=", campaign_id)]).items()}
         answers = answer(rows, settings)

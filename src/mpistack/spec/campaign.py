@@ -264,12 +264,24 @@ def planned_looks(pilot: int | None, maximum: int) -> tuple[int, ...]:
     return tuple(looks)
 
 
+#: the key of a campaign's recorded spec that holds the maximum a budgeted sequential campaign planned its looks
+#: to when its pilot ended (campaign/sequence.py, planned_maximum): not a field of the file, a fact of the run
+PLANNED_MAXIMUM = "planned_maximum"
+
+
 def recorded_looks(spec: dict | None) -> tuple[int, ...]:
-    """The planned looks of a campaign as the store recorded it (() for one run as a fixed design)."""
+    """The planned looks of a campaign as the store recorded it (() for one run as a fixed design): to the
+    maximum its budget planned, when it has one (a budgeted campaign whose pilot has not ended has planned
+    none: the pilot's look is its only one so far), else to its `repeats`."""
     spec = spec or {}
     pilot, maximum = spec.get("pilot"), spec.get("repeats", 1)
     if not isinstance(pilot, int) or not isinstance(maximum, int):
         return ()
+    planned = spec.get(PLANNED_MAXIMUM)
+    if isinstance(planned, int):
+        maximum = min(planned, maximum)
+    elif spec.get("budget") is not None:
+        maximum = min(pilot, maximum)
     return planned_looks(pilot, maximum)
 
 
@@ -364,7 +376,8 @@ class Campaign(_Model):
 
     @property
     def looks(self) -> tuple[int, ...]:
-        """The rounds after which the campaign looks at its rows (planned_looks)."""
+        """The rounds after which the campaign looks at its rows (planned_looks) when it has no budget; with one,
+        the maximum is planned as its pilot ends (campaign/sequence.py, planned_maximum)."""
         return planned_looks(self.pilot, self.repeats)
 
     @model_validator(mode="after")

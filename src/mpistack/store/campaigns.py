@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from ..spec.campaign import PLANNED_MAXIMUM
 from ..spec.status import FINAL_STATUSES
 from .database import write_transaction
 from .schema import CampaignLockRow, CampaignRow, RunRow, RunTagRow
@@ -171,7 +172,19 @@ def campaign_statuses(database: Engine, campaign_id: int) -> dict[str, int]:
 
 
 def replace_campaign_spec(database: Engine, campaign_id: int, spec: dict) -> None:
-    """Record a new campaign file for the campaign (`run --resume --force` after the file was edited)."""
+    """Record a new campaign file for the campaign (`run --resume --force` after the file was edited); the
+    maximum its looks were planned to is a fact of the run, not of the file, and stays."""
+    planned = (campaign_spec(database, campaign_id) or {}).get(PLANNED_MAXIMUM)
+    _write_spec(database, campaign_id, spec if planned is None else {**spec, PLANNED_MAXIMUM: planned})
+
+
+def record_planned_maximum(database: Engine, campaign_id: int, rounds: int) -> None:
+    """Record the most rounds a budgeted sequential campaign planned its looks to as its pilot ended
+    (spec.campaign.recorded_looks reads it back: the run's looks and a later report's are the same)."""
+    _write_spec(database, campaign_id, {**(campaign_spec(database, campaign_id) or {}), PLANNED_MAXIMUM: rounds})
+
+
+def _write_spec(database: Engine, campaign_id: int, spec: dict) -> None:
     with write_transaction(database) as connection:
         connection.execute(update(CampaignRow.__table__).where(CampaignRow.__table__.c.id == campaign_id)
                            .values(spec=spec))
