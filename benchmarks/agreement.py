@@ -59,7 +59,7 @@ from typing import Callable, Iterable, Sequence
 from mpistack.analysis.answers import Answer, Settings, answer, control_resolution
 from mpistack.analysis.evidence import Row, RowKey, rows_from
 from mpistack.analysis.statistics import DEFAULT_FLOOR
-from mpistack.spec.campaign import planned_looks
+from mpistack.spec.campaign import planned_looks, recorded_looks
 from mpistack.spec.benchmarks import HIGHER_IS_BETTER
 from mpistack.store import open_database
 from mpistack.store.campaigns import campaign_spec
@@ -118,6 +118,9 @@ class Launches:
     campaigns: list[list[list[int]]]  # the rounds of each campaign, in the order of the campaign ids given
     controls: frozenset[str]  # variants marked control = true (A/A)
     forced_tcp: frozenset[str]  # variants whose settings force TCP
+    #: each campaign's planned looks as recorded (() for a fixed design): a sequential campaign's answers are
+    #: read under its own rule, each row at the look that settled it
+    looks: list[tuple[int, ...]] = dataclasses.field(default_factory=list)
 
 
 def read_launches(engine, campaign_ids: Sequence[int]) -> Launches:
@@ -125,9 +128,11 @@ def read_launches(engine, campaign_ids: Sequence[int]) -> Launches:
     ``repeat`` tag, else its place among the launches of its case (``case`` tag) in the order they were stored."""
     runs: dict[int, dict] = {}
     results: dict[int, list[tuple]] = {}
-    campaigns, controls, forced_tcp = [], set(), set()
+    campaigns, controls, forced_tcp, looks = [], set(), set(), []
     for campaign_id in campaign_ids:
-        for variant in (campaign_spec(engine, campaign_id) or {}).get("variant", []):
+        spec = campaign_spec(engine, campaign_id) or {}
+        looks.append(recorded_looks(spec))
+        for variant in spec.get("variant", []):
             if variant.get("control"):
                 controls.add(variant["name"])
             if forces_tcp(variant.get("env", {})):
@@ -147,7 +152,7 @@ def read_launches(engine, campaign_ids: Sequence[int]) -> Launches:
         runs.update(by_id)
         campaigns.append([rounds[number] for number in sorted(rounds)])
     return Launches(runs, results, [one for campaign in campaigns for one in campaign], campaigns,
-                    frozenset(controls), frozenset(forced_tcp))
+                    frozenset(controls), frozenset(forced_tcp), looks)
 
 
 Scaling = Callable[[dict, tuple], float]  # a factor for one result of a run
@@ -433,7 +438,17 @@ def print_targets(tally: Counter, scale: float = 1.0, replay: bool = False) -> N
 def report(launches: Launches, settings: Settings) -> None:
     """The stored campaigns side by side: how far they agree, the classes of each, the rows that differ, and
     the targets."""
-    answers = judged(launches, launches.campaigns, settings)
+    answers = [answer(replayed_rows(launches, rounds), dataclasses.replace(settings, looks=looks))
+               for rounds, looks in zip(launches.campaigns, launches.looks)]
+    for number, looks in enumerate(launches.looks, start=1):
+        if looks:
+            print(f"  run {number} is sequential: each row read at the look that settled or stopped it, looks "
+                  f"after {', '.join(map(str, looks))} rounds")
+    spent = sum((launches_spent(run, looks[-1] if looks else len(rounds)) for run, looks, rounds
+                 in zip(answers, launches.looks, launches.campaigns)), Counter())
+    print(f"  launches: {sum(len(one) for rounds in launches.campaigns for one in rounds)} stored "
+          + (f"(counted per row, {spent['launches spent']} against a fixed design's {spent['launches fixed']} at "
+             "the same maximum)" if any(launches.looks) else ""))
     runs = [classes_of(run) for run in answers]
     rows, same, contradicting = agreement(runs)
     print(f"{len(same)} of {len(rows)} rows ({len(same) / max(len(rows), 1):.1%}) got the same class in all "

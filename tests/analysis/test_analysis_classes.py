@@ -237,3 +237,18 @@ def test_duplicate_sizes_are_rejected():
         classify([comparison(8, Verdict.AT_SPEED), comparison(8, Verdict.AT_SPEED)])
 
 
+
+
+def test_a_row_is_settled_by_one_regime_shown_slower_so_its_forecast_is_that_regimes():
+    """One open regime leaning slower settles the row as (Y) alone; another on a band edge (no forecast) does
+    not make the row "unlikely to settle" (a replay of stored rounds found such a row settled by the launches
+    the forecast had given up on)."""
+    leaning_slower = comparison(None, Verdict.INCONCLUSIVE, 0.67, needed=38, width=0.3)
+    on_an_edge = comparison(None, Verdict.INCONCLUSIVE, 1.11, needed=None, width=0.1)
+    result = classify(row({}), {"small": leaning_slower, "mid": on_an_edge, "large": comparison(None, *AT_SPEED)})
+    assert result.label == "?" and result.launches_needed == 38
+    # leaning neither way, every open regime must settle: the largest need, or none when one has none
+    both = {"small": comparison(None, Verdict.INCONCLUSIVE, 0.95, needed=30, width=0.1),
+            "mid": comparison(None, Verdict.INCONCLUSIVE, 1.0, needed=80, width=0.15)}
+    assert classify(row({}), both).launches_needed == 80
+    assert classify(row({}), {**both, "large": on_an_edge}).launches_needed is None

@@ -220,3 +220,32 @@ def test_rows_of_a_campaign_stopped_inside_its_pilot_are_judged_on_the_rounds_th
     answers = sequential(rounds.rows())
     assert {a.look for a in answers.values()} == {4}  # not the pilot's 6 rounds, which were never reached
     assert answers[AT_SPEED].continues and answers[AT_SPEED].label == "?"
+
+
+@pytest.mark.parametrize("needed, launches_a_round, goes_on", [
+    (60, 2, True),  # 60 launches: within 4 x the 20 that 10 rounds give a case launched twice a round
+    (60, 1, False),  # the same forecast for a case launched once a round: beyond 4 x 10
+    (100, 2, False),
+])
+def test_a_forecast_is_set_against_the_launches_the_maximum_gives_the_row_not_its_rounds(needed, launches_a_round,
+                                                                                        goes_on):
+    """A forecast counts launches a side; a case launched more than once a round (a native build that is also a
+    same-stack baseline) gets that many launches from each round up to the maximum. An early look's forecast
+    stops a row only beyond FORECAST_MARGIN times those."""
+    from mpistack.analysis import sequential as rule
+    from mpistack.analysis.answers import Answer
+    from mpistack.analysis.classes import RowClass
+    from mpistack.analysis.evidence import RowKey
+    from mpistack.analysis.statistics import SizeComparison
+
+    unit = SizeComparison(n_candidate=12, n_baseline=12, median_candidate=1.0, median_baseline=1.0, ratio=0.95,
+                          ci_low=0.8, ci_high=1.1, p_value=float("nan"), verdict=Verdict.INCONCLUSIVE, reason="open",
+                          launches_needed=needed, floor_low=0.9, floor_high=1.1, higher_is_better=True,
+                          paired=True, n_pairs=12)
+    row_class = RowClass("?", [], "not settled", launches_needed=needed, regimes={"large": unit})
+    key = RowKey("campaign 1", "pip-mpich", "native", "default", "bw", "bandwidth", 2, 1, "H-H")
+    row = Answer(key, SYSTEM, None, row_class, sizes=[unit], launches=6 * launches_a_round, look=6)
+    opened = rule._open(row, False, "", 10, lambda n: n)
+    assert opened.continues is goes_on
+    assert goes_on or f"more than {rule.FORECAST_MARGIN}× the {10 * launches_a_round} the maximum of 10 rounds" \
+        in opened.stopped

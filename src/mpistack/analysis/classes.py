@@ -336,10 +336,14 @@ def _slow_ranges(ordered: Sequence[SizeComparison], slower: Mapping[Hashable, Si
 
 
 def _launches_to_settle(open_: Sequence[SizeComparison]) -> int | None:
-    """The launches per side that would settle every open unit: the largest estimate; None when one cannot be
-    estimated (repeating will not settle it)."""
+    """The launches per side that would settle the row: one open unit shown slower settles it ((Y)) as every open
+    unit settled does, so the fewer of what the unit leaning slower that needs least needs and the largest
+    estimate of all; None when neither can be estimated (repeating will not settle it)."""
     estimates = [c.launches_needed for c in open_]
-    return None if not estimates or any(n is None for n in estimates) else max(estimates)
+    every = None if not estimates or any(n is None for n in estimates) else max(estimates)
+    leaning_slower = [c.launches_needed for c in open_ if c.ratio < c.floor_low and c.launches_needed is not None]
+    found = [n for n in (every, min(leaning_slower, default=None)) if n is not None]
+    return min(found) if found else None
 
 
 def failed_class(message: str) -> RowClass:
