@@ -104,10 +104,12 @@ def test_clear_rows_settle_early_and_a_row_on_the_floor_stops_without_a_verdict(
     answers = sequential(full_campaign().rows())
     assert answers[SLOW].label == "(Y)" and answers[SLOW].look == 6
     assert "settled after 6 rounds" in answers[SLOW].row_class.reason
-    assert answers[AT_SPEED].label == "Y" and answers[AT_SPEED].look <= 10
+    # at speed within 2 %: settled before the maximum (the looks before 16 rounds test at 99.99 % and 99.95 %:
+    # with 10 pairs no exact interval at 99.95 % exists, which stops nothing)
+    assert answers[AT_SPEED].label == "Y" and answers[AT_SPEED].look <= 16
     edge = answers[EDGE]  # a true loss of exactly the floor: no count of launches settles it
     assert edge.label == "?" and not edge.continues and edge.stopped.startswith(MAXIMUM)
-    assert 10 <= edge.look < 24  # stopped by its own forecast once paired, before the maximum
+    assert 10 <= edge.look <= 24
     assert answers[AT_SPEED].look_alpha == pytest.approx(spent_levels(LOOKS, 0.05)[LOOKS.index(answers[AT_SPEED].look)])
 
 
@@ -127,15 +129,17 @@ def test_a_report_of_the_rounds_the_campaign_ran_agrees_with_what_it_decided():
     assert stored[SLOW].launches == 6  # where the time went: six launches, not 24
 
 
-@pytest.mark.parametrize("ratio, goes_on", [(0.94, True), (0.90, False)])
+@pytest.mark.parametrize("ratio, goes_on", [(0.94, True), (0.895, True)])
 def test_an_open_row_goes_on_while_its_forecast_fits_in_the_maximum(ratio, goes_on):
-    """After 10 of at most 24 rounds: a row whose own forecast settles it within the maximum gets more rounds;
-    one that would need more than the maximum stops and says so."""
+    """After 16 of at most 24 rounds: a row whose own forecast settles it within the margin of the maximum gets
+    more rounds (one beyond it stops: test_a_forecast_is_set_against_the_launches_the_maximum_gives_the_row...).
+    After 10 rounds the look's level, 99.95 %, has no exact interval from 10 pairs: nothing to forecast from,
+    so no row stops there on its forecast."""
     rounds = Rounds(spread=0.04)
-    for number in range(1, 11):
+    for number in range(1, 17):
         rounds.round(number, {SYSTEM_ROW: 1.0, EDGE: ratio})
     edge = sequential(rounds.rows())[EDGE]
-    assert edge.label == "?" and edge.look == 10
+    assert edge.label == "?" and edge.look == 16
     assert edge.continues is goes_on
     assert goes_on or edge.stopped.startswith(MAXIMUM)
 

@@ -121,6 +121,18 @@ def test_in_launch_blocks_are_the_rounds_of_both_arms(tmp_path):
     assert round(sweep.chance_within(3), 2) == 0.60  # the median of 3 inside the range of 3 others
 
 
+def test_one_step_of_the_figures_resolution_is_within(tmp_path):
+    """Block medians are written with two decimals: 0.22 against 0.23 us is one step (4.5 %, beyond the 3 %
+    floor) and no evidence of a difference; two steps are."""
+    sweep = load_sweep()
+    a = argparse.Namespace(rounds=1, pairs=2, tolerance=0.03, form="in-launch")
+    for adaptive, within in (([0.22, 0.22], 1), ([0.21, 0.21], 0)):
+        doc = {"benchmark": "latency", "results": [{"size": 4, "iterations": 6, "stats": {"median": 0.23},
+                                                    "stop_check": {"fixed": [0.23, 0.23], "adaptive": adaptive}}]}
+        (tmp_path / "check0.latency.json").write_text(json.dumps(doc))
+        assert sweep.compare_medians(a, ["latency"], tmp_path)[0] == within
+
+
 def test_sweep_names_a_broken_document(tmp_path):
     sweep = load_sweep()
     (tmp_path / "fixed0.bw.json").write_text("{not json")

@@ -141,7 +141,7 @@ def test_settled_rows_stop_and_the_open_one_goes_on_with_its_baseline_and_the_co
     assert rows["a-a"]["class"] == "Y"
     # every report states the rule used: the looks' spent levels, not a fixed design's 90 % interval
     rule = "sequential: a class is decided at the first of the looks after 6, 10 rounds"
-    assert report["settings"]["rule"].startswith(rule) and "97.84%, 92.16%" in report["settings"]["rule"]
+    assert report["settings"]["rule"].startswith(rule) and "99.53%, 90.46%" in report["settings"]["rule"]
     for name in ("report.md", "report.html"):
         text = " ".join((tmp_path / "s-report" / name).read_text().split())
         assert rule in text and "90% interval" not in text, name

@@ -6,8 +6,8 @@ from mpistack.report.data import format_level
 
 
 def test_the_levels_in_use_read_as_they_are():
-    assert [format_level(level) for level in (0.9, 0.95, 0.9984, 0.99432, 0.9776, 0.9296)] == \
-        ["90%", "95%", "99.84%", "99.43%", "97.76%", "92.96%"]
+    assert [format_level(level) for level in (0.9, 0.95, 0.9984, 0.99432, 0.9776, 0.9296, 0.9999756)] == \
+        ["90%", "95%", "99.84%", "99.43%", "97.76%", "92.96%", "99.99%"]
 
 
 @given(st.floats(min_value=0.5, max_value=0.9999999))

@@ -22,11 +22,17 @@ from ..spec.campaign import AnalysisEntry
 from .classes import RowClass, SizeRanges, classify, failed_class, format_size, format_sizes, untested_class
 from .bulk import collector_paused
 from .evidence import Row, RowKey, pair_launches
-from .sequential import answer_at_looks, spent_levels
+from .sequential import SPENDING_POWER, answer_at_looks, spent_levels
 from .statistics import DEFAULT_FLOOR, MIN_PAIRS, PracticalFloor, SizeComparison, compare_many
 
 SYSTEM = "system"
 SAME_STACK = "same-stack"
+
+
+def format_level(confidence: float) -> str:
+    """A confidence level as it is, to two decimals cut, never rounded up: an alpha-spent look's 99.99 % is not
+    "100%"."""
+    return f"{math.floor(round(confidence * 10000, 6)) / 100:g}%"
 
 
 @dataclass(frozen=True)
@@ -60,9 +66,10 @@ class Settings:
             return (f"a class is decided by the {self.confidence:.0%} interval of each message regime (each "
                     f"one-sided test at {self.alpha:g})")
         looks = ", ".join(map(str, self.looks))
-        levels = ", ".join(f"{1.0 - 2.0 * level:.2%}" for level in spent_levels(self.looks, self.alpha))
+        levels = ", ".join(format_level(1.0 - 2.0 * level) for level in spent_levels(self.looks, self.alpha))
         return (f"sequential: a class is decided at the first of the looks after {looks} rounds whose interval "
-                f"settles it, its level {self.alpha:g} spent over the looks by alpha t^3: intervals {levels} at "
+                f"settles it, its level {self.alpha:g} spent over the looks by alpha t^{SPENDING_POWER:g}: "
+                f"intervals {levels} at "
                 "the looks in turn")
 
     def to_dict(self) -> dict:

@@ -6,11 +6,13 @@ soon as its interval looks decided would be peeking: every look is one more chan
 and a test at level alpha applied at K looks rejects a true null far more often than alpha (Armitage,
 McPherson and Rowe, JRSS A 132(2), 1969). So the level is *spent* over the planned looks (Lan and DeMets,
 "Discrete sequential boundaries for clinical trials", Biometrika 70(3), 1983,
-https://doi.org/10.1093/biomet/70.3.659) with the power family alpha(t) = alpha t**3 (Kim and DeMets, 1987),
-which is close to O'Brien and Fleming's boundaries: strict early, the last look almost the fixed design's. Look
-k, after n_k of the maximum N rounds, tests at
+https://doi.org/10.1093/biomet/70.3.659) with the power family alpha(t) = alpha t**6 (Kim and DeMets, 1987):
+stricter early than O'Brien and Fleming's boundaries, the last look almost the fixed design's. The rows an
+early look should settle are those whose every launch lies far beyond the floor, which any level the pilot's
+launches can reach settles; level spent early is level the last look lacks (docs/analysis.md has the replay
+that chose 6 over 3). Look k, after n_k of the maximum N rounds, tests at
 
-    alpha_k = alpha ((n_k / N)**3 - (n_(k-1) / N)**3)
+    alpha_k = alpha ((n_k / N)**6 - (n_(k-1) / N)**6)
 
 with the interval the fixed design uses (statistics.py), at 1 - 2 alpha_k. The alpha_k sum to alpha, so by the
 union bound the chance of any false verdict over all looks is at most alpha, however the looks' statistics
@@ -37,8 +39,9 @@ from typing import Callable, Mapping, Sequence
 from .evidence import Row, RowKey
 from .statistics import Verdict
 
-#: the power of the spending function alpha(t) = alpha t**rho: 3 is close to O'Brien-Fleming, 1 to Pocock
-SPENDING_POWER = 3.0
+#: the power of the spending function alpha(t) = alpha t**rho: 3 is close to O'Brien-Fleming, 1 to Pocock; 6
+#: keeps almost all of alpha for the last look (docs/analysis.md, "Sequential campaigns")
+SPENDING_POWER = 6.0
 #: classes that end a row's launches: at speed, slower, failing
 DECIDED = frozenset({"Y", "(Y)", "N"})
 
@@ -140,12 +143,14 @@ def _forecast(now: float, last: float) -> Callable[[int | None], int | None]:
 
 
 def _forecast_holds(row_class) -> bool:
-    """Whether an open row's forecast may stop it: not from too few launches, and not from an unpaired interval
+    """Whether an open row's forecast may stop it: not from too few launches (or too few for an interval at an
+    early look's strict level, which has none to forecast from), and not from an unpaired interval
     of launches that will be paired once there are enough rounds (the pilot's: pairing cancels the machine's
     shared slow modes, so the unpaired spread overstates what later rounds need)."""
     units = [c for c in row_class.regimes.values() if c.verdict is Verdict.INCONCLUSIVE] or \
         list(row_class.regimes.values())
-    return not row_class.reason.startswith("too few launches") and all(c.paired for c in units)
+    return not row_class.reason.startswith("too few launches") and all(c.paired and not c.too_few_launches
+                                                                        for c in units)
 
 
 def _open(answer, last_look: bool, cannot: str, maximum: int, forecast: Callable[[int | None], int | None]):

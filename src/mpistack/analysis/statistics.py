@@ -657,7 +657,10 @@ def _judge(counts: tuple[int, int], medians: tuple[float, float], ratio: float, 
             verdict = Verdict.INCONCLUSIVE
             too_few = not enough
             needed = launches_needed(ratio, ci_low, ci_high, n_c, n_b, band)
-            if not enough:
+            if not enough and launches >= min_launches:  # enough launches, but no interval at this level
+                reason = (f"too few launches ({launches}{' pairs' if paired else f' and {max(n_c, n_b)}'}) for "
+                          f"an interval at {settings.confidence:.4g} (an early look's strict level); {summary}")
+            elif not enough:
                 needed = None if needed is None else max(needed, min_launches)
                 reason = (f"too few launches ({launches}{' pairs' if paired else f' and {max(n_c, n_b)}'}) for a "
                           f"verdict (needs {min_launches}); {summary}")

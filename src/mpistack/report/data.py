@@ -18,7 +18,8 @@ from datetime import datetime, timezone
 
 from sqlalchemy import Engine
 
-from ..analysis.answers import SAME_STACK, SYSTEM, Answer, Settings, answer, control_reading, control_summary
+from ..analysis.answers import (SAME_STACK, SYSTEM, Answer, Settings, answer, control_reading, control_summary,
+                                format_level)
 from ..analysis.bounds import MachineBounds, load_bounds
 from ..analysis.bulk import collector_paused
 from ..analysis.characterise import Characterisation, characterise, uncompared_rows
@@ -386,12 +387,6 @@ def format_value(value: float | None) -> str:
 
 def format_ratio(ratio: float) -> str:
     return f"{ratio:.2f}×" if math.isfinite(ratio) else "—"
-
-
-def format_level(confidence: float) -> str:
-    """A confidence level as it is, to two decimals cut, never rounded up: an alpha-spent look's 99.84 % is not
-    "100%"."""
-    return f"{math.floor(round(confidence * 10000, 6)) / 100:g}%"
 
 
 def _size_key(size: int | None) -> tuple[bool, int]:
