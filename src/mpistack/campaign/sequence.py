@@ -10,7 +10,7 @@ open rows only, up to the maximum, within a time budget.
             round; blocks paired and counterbalanced as in any round (schedule.schedule)
     maximum without a budget, the campaign's `repeats`; with one, planned when the pilot ends from what the
             pilot cost: the most rounds the rest of the budget reaches if every case went on (`planned_maximum`),
-            recorded with the campaign. The looks' levels are spent over the rounds up to it, so a budget that
+            recorded with the campaign, and the one look after the pilot's. The looks' levels are spent over the rounds up to it, so a budget that
             ends the launches early wastes no level on looks it never reaches; the plan depends on the launches'
             cost alone, never on what they measured, so the spending stays valid (Lan and DeMets)
     budget  a stage starts only when its estimated cost (the launches' durations seen so far) fits in what
@@ -24,13 +24,14 @@ a stage's launches are those the look before it chose, less those already stored
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Mapping, Sequence
 
 from sqlalchemy import Engine
 
-from ..spec.campaign import Campaign, CampaignError, planned_looks
+from ..spec.campaign import Campaign, CampaignError, budgeted_looks, planned_looks
 from ..spec.case import Case
 from . import schedule
 from .estimate import Estimate, duration, estimate
@@ -66,9 +67,13 @@ class Stage:
 
 
 def stages_of(campaign: Campaign, maximum: int | None = None) -> list[Stage]:
-    """The stages: the pilot, then the rounds up to each planned look, to `maximum` (the campaign's `repeats`
-    when not given); one stage for a fixed design. The first stage is the pilot whatever the maximum."""
-    looks = planned_looks(campaign.pilot, maximum or campaign.repeats) or (campaign.repeats,)
+    """The stages: the pilot, then the rounds up to each planned look (to the campaign's `repeats`), or, given
+    the `maximum` a budget planned, the rounds up to it (spec.campaign.budgeted_looks); one stage for a fixed
+    design. The first stage is the pilot whatever the maximum."""
+    if maximum is not None and campaign.pilot:
+        looks = budgeted_looks(campaign.pilot, maximum)
+    else:
+        looks = planned_looks(campaign.pilot, campaign.repeats) or (campaign.repeats,)
     return [Stage(before + 1, rounds) for before, rounds in zip((0, *looks), looks)]
 
 
@@ -80,7 +85,7 @@ def planned_maximum(campaign: Campaign, pilot_cost: float, left: float) -> int:
     cheaper, so the budget reaches it; the cost is the launches', not what they measured."""
     pilot = campaign.pilot or campaign.repeats
     per_round = pilot_cost / pilot
-    more = int(max(left, 0.0) // per_round) if per_round > 0 else campaign.repeats
+    more = math.floor(max(left, 0.0) / per_round + 1e-9) if per_round > 0 else campaign.repeats  # 200/(200/6): 6
     return max(pilot, min(campaign.repeats, pilot + more - more % 2))
 
 
@@ -228,7 +233,7 @@ class Launches:
             self.say(f"the pilot took {duration(used)} of the budget: no further round fits in the "
                      f"{duration(max(self.left(), 0))} left, so the pilot's look is the only one")
             return
-        looks = ", ".join(map(str, planned_looks(self.campaign.pilot, self.maximum)))
+        looks = ", ".join(map(str, budgeted_looks(self.campaign.pilot, self.maximum)))
         self.say(f"the pilot took {duration(used)} of the budget: looks planned after {looks} rounds (the most the "
                  f"{duration(max(self.left(), 0))} left reach if every case went on; rows that settle stop sooner)")
 
