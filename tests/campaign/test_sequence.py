@@ -108,7 +108,7 @@ def test_a_pilot_that_leaves_no_room_for_a_round_plans_no_more_and_the_open_rows
     open_row = next(case for case in cases if case.approach.name == "container")
     clock, recorded = Clock(), []
     launches = Launches(chosen, cases, set(), lambda *_: Look({row_identity(open_row): "that row"}, 3, 1), 1,
-                        clock=clock, record_maximum=recorded.append)
+                        clock=clock, record_looks=lambda looks: recorded.append(looks[-1]))
     ran = run_all(launches, clock, seconds=90.0 / pilot)  # the pilot took 90 of the 100 s: 15 s a round, 10 s left
     assert len(ran) == pilot and launches.stopped == "budget" and recorded == [6]
     assert launches.conclude() == [("that row", "budget: the next rounds did not fit in what was left of it")]
@@ -154,7 +154,7 @@ def test_a_budget_plans_the_looks_from_the_pilots_cost_before_the_first_look_and
         events.append(("planned", rounds))
 
     clock = Clock()
-    launches = Launches(chosen, cases, set(), judge, 1, clock=clock, record_maximum=record)
+    launches = Launches(chosen, cases, set(), judge, 1, clock=clock, record_looks=lambda looks: record(looks[-1]))
     ran = run_all(launches, clock, seconds=120.0 / pilot)  # 20 s a round: 180 s left hold 9 rounds, 8 planned
     assert events[:2] == [("planned", 14), ("look", 6)]  # planned before the first look, whose level depends on it
     assert [event for event in events if event[0] == "look"] == [("look", 6)]  # 14, the last: conclude's
@@ -162,7 +162,7 @@ def test_a_budget_plans_the_looks_from_the_pilots_cost_before_the_first_look_and
     # a resumed session reads the recorded maximum and plans nothing
     again = []
     resumed = Launches(chosen, cases, {case.key for case in ran}, judge, 1, clock=Clock(), maximum=14,
-                       record_maximum=again.append)
+                       record_looks=again.append)
     assert run_all(resumed) == [] and again == []
 
 
@@ -177,7 +177,7 @@ def test_through_a_batch_system_a_stage_is_handed_out_whole_and_the_plan_counts_
         return Look({row_identity(open_row): "that row"}, 3, 1)
 
     clock = Clock()
-    launches = Launches(chosen, cases, set(), judge, 1, clock=clock, queued=True, record_maximum=planned.append)
+    launches = Launches(chosen, cases, set(), judge, 1, clock=clock, queued=True, record_looks=lambda looks: planned.append(looks[-1]))
     handed = []
     for stage in launches.stages():
         assert looks == [stage[0].repeat - 1] if handed else not looks  # each look after the stage before ended
@@ -261,17 +261,17 @@ def test_the_looks_read_back_from_the_store_are_the_ones_the_run_planned(tmp_pat
     from mpistack.campaign.resume import recorded_spec, resumed
     from mpistack.spec.campaign import recorded_looks
     from mpistack.store import open_database
-    from mpistack.store.campaigns import campaign_spec, record_planned_maximum, start_campaign
+    from mpistack.store.campaigns import campaign_spec, record_planned_looks, start_campaign
 
     database = open_database(f"sqlite:///{tmp_path / 's.db'}")
     budgeted = campaign(budget=720.0, repeats=24)
     number = start_campaign(database, budgeted.name, recorded_spec(budgeted))
     assert recorded_looks(campaign_spec(database, number)) == (6,)  # the pilot has not ended: its look alone
-    record_planned_maximum(database, number, 10)
+    record_planned_looks(database, number, (6, 10))
     assert recorded_looks(campaign_spec(database, number)) == (6, 10)
     assert resumed(budgeted, database) == (number, budgeted)  # the record is no change of the file
     edited = budgeted.model_copy(update={"timeout": 99})
     assert resumed(edited, database, force=True)[0] == number
-    assert campaign_spec(database, number)["planned_maximum"] == 10 and campaign_spec(database, number)["timeout"] == 99
+    assert campaign_spec(database, number)["planned_looks"] == [6, 10] and campaign_spec(database, number)["timeout"] == 99
     # without a budget the looks go to repeats, as the file says
     assert recorded_looks(recorded_spec(campaign())) == (6, 10, 16)

@@ -127,7 +127,7 @@ def test_settled_rows_stop_and_the_open_one_goes_on_with_its_baseline_and_the_co
     # the pilot's cost left room for every round: the looks planned to repeats, and recorded with the campaign
     assert re.search(r"the pilot took \d+ s of the budget: looks planned after 6, 10 rounds", out), out
     with sqlite3.connect(db) as connection:
-        assert json.loads(connection.execute("SELECT spec FROM campaigns").fetchone()[0])["planned_maximum"] == 10
+        assert json.loads(connection.execute("SELECT spec FROM campaigns").fetchone()[0])["planned_looks"] == [6, 10]
     with sqlite3.connect(db) as connection:
         launches = dict(connection.execute(
             "SELECT t.value, count(*) FROM runs r JOIN run_tags t ON t.run_id = r.id AND t.key = 'variant' "

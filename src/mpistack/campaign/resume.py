@@ -9,7 +9,7 @@ import json
 from pydantic import ValidationError
 from sqlalchemy import Engine
 
-from ..spec.campaign import PLANNED_MAXIMUM, Campaign, CampaignError
+from ..spec.campaign import PLANNED_LOOKS, Campaign, CampaignError
 from ..store.campaigns import campaign_spec, latest_campaign, replace_campaign_spec
 
 #: fields whose change does not alter what is measured (a new budget only says how long this session may take)
@@ -70,7 +70,7 @@ def resumed(campaign: Campaign, database: Engine, force: bool = False) -> tuple[
     if campaign_id is None:
         return None, campaign
     recorded = {key: value for key, value in (campaign_spec(database, campaign_id) or {}).items()
-                if key != PLANNED_MAXIMUM}  # a fact of the run, not of its file
+                if key != PLANNED_LOOKS}  # a fact of the run, not of its file
     if not recorded:
         return campaign_id, campaign
     if campaign.seed is None and isinstance(recorded.get("seed"), int):

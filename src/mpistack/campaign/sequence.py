@@ -167,9 +167,9 @@ class Launches:
     clock: Callable[[], float] = time.monotonic
     spent: float = 0.0  # seconds of the budget the campaign's earlier sessions spent (--resume)
     #: the most rounds the looks are planned to: given when recorded (--resume); a budgeted campaign plans it
-    #: as its pilot ends (`planned_maximum`) and hands it to `record_maximum`; else the campaign's `repeats`
+    #: as its pilot ends (`planned_maximum`) and hands its looks to `record_looks`; else the campaign's `repeats`
     maximum: int | None = None
-    record_maximum: Callable[[int], None] = lambda rounds: None
+    record_looks: Callable[[tuple[int, ...]], None] = lambda looks: None
     #: launched through a batch system: a stage's cost is counted in its wall time, its jobs' queue included
     queued: bool = False
     stopped: str = ""
@@ -227,7 +227,7 @@ class Launches:
         from the budget the pilot took (earlier sessions' included), and record it before the first look."""
         used = self.campaign.budget - self.left()
         self.maximum = planned_maximum(self.campaign, used, self.left())
-        self.record_maximum(self.maximum)
+        self.record_looks(budgeted_looks(self.campaign.pilot, self.maximum))
         if self.maximum <= stages_of(self.campaign)[0].last < self.campaign.repeats:
             self.stopped = "budget"
             self.say(f"the pilot took {duration(used)} of the budget: no further round fits in the "

@@ -22,13 +22,13 @@ from sqlalchemy.exc import SQLAlchemyError
 from ..approaches import HostFacts, Refused, Undecided
 from ..engines import EngineError
 from ..registry import LAUNCHERS
-from ..spec.campaign import PLANNED_MAXIMUM, Campaign, CampaignError
+from ..spec.campaign import PLANNED_LOOKS, Campaign, CampaignError
 from ..spec.case import Case
 from ..spec.status import RunStatus
 from ..spec.terminal import hanging, printable
 from ..cache import private_directory
 from ..store.campaigns import (SESSION_TAG, campaign_spec, campaign_statuses, finished_case_keys, latest_campaign,
-                               lock_campaign, next_campaign_id, record_planned_maximum, spent_budget_seconds,
+                               lock_campaign, next_campaign_id, record_planned_looks, spent_budget_seconds,
                                start_campaign, unlock_campaign)
 from ..store.address import store_identity
 from ..store.database import StoreUnavailable
@@ -271,12 +271,12 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
         if warning := sequence.check_budget(campaign, pilot, spent):  # one the pilot cannot fit ends the run here
             found.warnings.append(warning)
         per_launch = pilot.seconds / pilot.launches if pilot.launches else 0.0
-        planned = (campaign_spec(database, campaign_id) or {}).get(PLANNED_MAXIMUM) if already else None
+        planned = (campaign_spec(database, campaign_id) or {}).get(PLANNED_LOOKS) if already else None
         launches = sequence.Launches(campaign, cases, done, judge, campaign_id, per_launch=per_launch,
                                      say=lambda text: console.print(shown(text), highlight=False), spent=spent,
-                                     queued=LAUNCHERS.get(campaign.launcher).can.batch, maximum=planned,
-                                     record_maximum=lambda rounds: record_planned_maximum(database, campaign_id,
-                                                                                          rounds))
+                                     queued=LAUNCHERS.get(campaign.launcher).can.batch,
+                                     maximum=planned[-1] if isinstance(planned, list) and planned else None,
+                                     record_looks=lambda looks: record_planned_looks(database, campaign_id, looks))
         size = pilot
     console.print(f"campaign {shown(campaign.name)} (#{campaign_id}): "
                   f"{'at most ' if campaign.pilot else ''}{len(todo)} case(s) to run"

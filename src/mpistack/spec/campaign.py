@@ -272,22 +272,23 @@ def budgeted_looks(pilot: int, maximum: int) -> tuple[int, ...]:
     return (pilot,) if maximum <= pilot else (pilot, maximum)
 
 
-#: the key of a campaign's recorded spec that holds the maximum a budgeted sequential campaign planned its looks
-#: to when its pilot ended (campaign/sequence.py, planned_maximum): not a field of the file, a fact of the run
-PLANNED_MAXIMUM = "planned_maximum"
+#: the key of a campaign's recorded spec that holds the looks a budgeted sequential campaign planned when its
+#: pilot ended (campaign/sequence.py, planned_maximum): not a field of the file but a fact of the run, kept as
+#: the rounds themselves so that a later mpistack reads a campaign with the looks it ran
+PLANNED_LOOKS = "planned_looks"
 
 
 def recorded_looks(spec: dict | None) -> tuple[int, ...]:
-    """The planned looks of a campaign as the store recorded it (() for one run as a fixed design): the pilot's
-    and the maximum its budget planned, when it has one (budgeted_looks; a budgeted campaign whose pilot has not
-    ended has planned none: the pilot's look is its only one so far), else planned_looks to its `repeats`."""
+    """The planned looks of a campaign as the store recorded it (() for one run as a fixed design): those its
+    budget planned when its pilot ended, when it has them (a budgeted campaign whose pilot has not ended has
+    planned none: the pilot's look is its only one so far), else planned_looks to its `repeats`."""
     spec = spec or {}
     pilot, maximum = spec.get("pilot"), spec.get("repeats", 1)
     if not isinstance(pilot, int) or not isinstance(maximum, int):
         return ()
-    planned = spec.get(PLANNED_MAXIMUM)
-    if isinstance(planned, int):
-        return budgeted_looks(pilot, min(planned, maximum))
+    planned = spec.get(PLANNED_LOOKS)
+    if isinstance(planned, list) and planned and all(isinstance(rounds, int) for rounds in planned):
+        return tuple(planned)
     if spec.get("budget") is not None:
         return budgeted_looks(pilot, pilot)
     return planned_looks(pilot, maximum)

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from ..spec.campaign import PLANNED_MAXIMUM
+from ..spec.campaign import PLANNED_LOOKS
 from ..spec.status import FINAL_STATUSES
 from .database import write_transaction
 from .schema import CampaignLockRow, CampaignRow, RunRow, RunTagRow
@@ -173,15 +173,15 @@ def campaign_statuses(database: Engine, campaign_id: int) -> dict[str, int]:
 
 def replace_campaign_spec(database: Engine, campaign_id: int, spec: dict) -> None:
     """Record a new campaign file for the campaign (`run --resume --force` after the file was edited); the
-    maximum its looks were planned to is a fact of the run, not of the file, and stays."""
-    planned = (campaign_spec(database, campaign_id) or {}).get(PLANNED_MAXIMUM)
-    _write_spec(database, campaign_id, spec if planned is None else {**spec, PLANNED_MAXIMUM: planned})
+    looks it planned are a fact of the run, not of the file, and stay."""
+    planned = (campaign_spec(database, campaign_id) or {}).get(PLANNED_LOOKS)
+    _write_spec(database, campaign_id, spec if planned is None else {**spec, PLANNED_LOOKS: planned})
 
 
-def record_planned_maximum(database: Engine, campaign_id: int, rounds: int) -> None:
-    """Record the most rounds a budgeted sequential campaign planned its looks to as its pilot ended
-    (spec.campaign.recorded_looks reads it back: the run's looks and a later report's are the same)."""
-    _write_spec(database, campaign_id, {**(campaign_spec(database, campaign_id) or {}), PLANNED_MAXIMUM: rounds})
+def record_planned_looks(database: Engine, campaign_id: int, looks: tuple[int, ...]) -> None:
+    """Record the looks a budgeted sequential campaign planned as its pilot ended (spec.campaign.recorded_looks
+    reads them back: the run's looks and a later report's are the same)."""
+    _write_spec(database, campaign_id, {**(campaign_spec(database, campaign_id) or {}), PLANNED_LOOKS: list(looks)})
 
 
 def _write_spec(database: Engine, campaign_id: int, spec: dict) -> None:
