@@ -33,8 +33,8 @@ the machine's slow modes keep their order in time. A set needs 3N stored rounds;
 evenly spaced rounds, and the intervals count only the sets that fit side by side without sharing a round.
 
 `--sequential P` replays each campaign of N rounds twice: as the fixed design (every case N times) and under the
-sequential rule with a pilot of P rounds and N the maximum (analysis/sequential.py, the rule `pilot = P` and
-`repeats = N` run), and prints the targets of both and the launches each spent. The rule reads a row's rounds
+sequential rule with a pilot of P rounds and N the maximum, looking after both as a budgeted campaign does
+(analysis/sequential.py; spec.campaign.budgeted_looks), and prints the targets of both and the launches each spent. The rule reads a row's rounds
 only up to the look that settles or stops it, so replaying it on every stored round gives what a sequential
 campaign would have decided on those launches; what it would have spent is counted per row: a candidate up to
 its last look, a baseline up to its candidates' latest, the A/A control every round.
@@ -59,7 +59,7 @@ from typing import Callable, Iterable, Sequence
 from mpistack.analysis.answers import Answer, Settings, answer, control_resolution
 from mpistack.analysis.evidence import Row, RowKey, rows_from
 from mpistack.analysis.statistics import DEFAULT_FLOOR
-from mpistack.spec.campaign import planned_looks, recorded_looks
+from mpistack.spec.campaign import budgeted_looks, recorded_looks
 from mpistack.spec.benchmarks import HIGHER_IS_BETTER
 from mpistack.store import open_database
 from mpistack.store.campaigns import campaign_spec
@@ -507,14 +507,15 @@ def replay(launches: Launches, counts: list[int], trials: int, runs: int,
     per count replayed, whether every target the replay measures was met, and the tally. ``pilot``: judge each
     campaign under the sequential rule, with that pilot and the count as its maximum."""
     total = len(launches.rounds)
-    design = (f"sequential, a pilot of {pilot} rounds, the count the maximum, its looks' levels spent from "
+    design = (f"sequential, a pilot of {pilot} rounds and the count as the maximum (looks after both, as a "
+              f"budgeted campaign plans them), its looks' levels spent from "
               f"alpha = {settings.alpha:g}" if pilot else f"fixed design, deciding interval {settings.confidence:.0%}")
     print(f"{len(launches.campaigns)} campaign(s), {total} rounds; the shares below are of compared rows (a case "
           f"against each of its baselines); {design}")
     print(f"{'launches':>8}  {'sets':>4}  {'disjoint':>8}  {'same class':>10}  {'contradicting':>13}  classes")
     met: dict[int, tuple[bool, Counter]] = {}
     for count in counts:
-        looks = planned_looks(pilot, count) if pilot and pilot <= count else ()
+        looks = budgeted_looks(pilot, count) if pilot and pilot <= count else ()
         if pilot and not looks:
             print(f"{count:>8}  not replayed: the pilot ({pilot}) is more than the count")
             continue
@@ -694,7 +695,7 @@ def main() -> None:
                                                           "the most rows while meeting every target")
     parser.add_argument("--sequential", type=int, metavar="PILOT",
                         help="with --replay: replay each count as the fixed design and under the sequential rule "
-                             "with this pilot (the count the maximum), targets and launches of both")
+                             "with this pilot (and the count as the maximum), targets and launches of both")
     parser.add_argument("--floor", type=float, default=DEFAULT_FLOOR.relative,
                         help="the relative practical floor the classes are judged with (default: %(default)s)")
     args = parser.parse_args()
@@ -735,7 +736,7 @@ def main() -> None:
         elif args.sequential:
             print("== the fixed design ==")
             fixed = replay(launches, counts, args.trials, args.runs, settings)
-            print(f"\n== sequential: pilot {args.sequential}, the count the maximum ==")
+            print(f"\n== sequential: pilot {args.sequential}, looks after it and at the count ==")
             sequential = replay(launches, counts, args.trials, args.runs, settings, args.sequential)
             side_by_side(fixed, sequential, len(launches.rounds), args.runs)
         else:

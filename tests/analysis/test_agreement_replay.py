@@ -211,16 +211,17 @@ def test_the_sequential_rule_is_replayed_beside_the_fixed_design(agreement, stor
     pilot, so the sequential replay spends fewer launches and decides them alike."""
     path, _ = store
     status, out, err = _agreement(agreement, capsys, monkeypatch, path, "--replay", "8", "--trials", "1",
-                                  "--sequential", "4")
+                                  "--sequential", "6")
     assert status == 0, err
-    fixed, sequential = out.split("== sequential: pilot 4, the count the maximum ==")
-    assert "fixed design, deciding interval 90%" in fixed and "a pilot of 4 rounds" in sequential
+    fixed, sequential = out.split("== sequential: pilot 6, looks after it and at the count ==")
+    assert "fixed design, deciding interval 90%" in fixed and "a pilot of 6 rounds" in sequential
     for part in (fixed, sequential):
         for code in ("T1", "T2", "T3", "T4", "T5"):
             assert f"  {code}  " in part
     spent = [line for line in out.splitlines() if line.startswith("  launches spent:")]
-    assert len(spent) == 2 and "(100%)" in spent[0] and "looks after 4, 6, 8 rounds" in spent[1]
-    assert "72 of the fixed design's 96 (75%)" in spent[1]  # the A/A and its baseline every round, the rest 4
+    assert len(spent) == 2 and "(100%)" in spent[0] and "looks after 6, 8 rounds" in spent[1]
+    # the A/A and its baseline every round, the rows settled at the pilot's look up to it
+    assert "72 of the fixed design's 96 (75%)" in spent[1]
     classes = [line.split("0.00  ")[1] for line in out.splitlines() if line.startswith("       8  ")
                and "0.00  " in line]
     assert classes == ["Y 33%, (Y) 67%, ? 0%, N 0%"] * 2  # as many rows decided, alike

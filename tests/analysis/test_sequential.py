@@ -253,3 +253,9 @@ def test_a_forecast_is_set_against_the_launches_the_maximum_gives_the_row_not_it
     assert opened.continues is goes_on
     assert goes_on or f"more than {rule.FORECAST_MARGIN}× the {10 * launches_a_round} the maximum of 10 rounds" \
         in opened.stopped
+
+
+def test_the_rule_of_one_look_reads_as_one():
+    assert Settings(looks=(6,)).rule() == ("sequential, one look, after 6 rounds (no further round was planned): a "
+                                           "class is decided by the 90% interval of each message regime")
+    assert "looks after 6, 12 rounds" in Settings(looks=(6, 12)).rule()

@@ -275,3 +275,29 @@ def test_the_looks_read_back_from_the_store_are_the_ones_the_run_planned(tmp_pat
     assert campaign_spec(database, number)["planned_looks"] == [6, 10] and campaign_spec(database, number)["timeout"] == 99
     # without a budget the looks go to repeats, as the file says
     assert recorded_looks(recorded_spec(campaign())) == (6, 10, 16)
+
+
+def test_the_budget_check_says_seconds_with_a_decimal_and_which_estimate_it_read():
+    """Under two minutes a budget and a pilot's cost that round to the same second must not read alike, and a
+    pilot costed by the model of a launch says so (not the timeouts it did not read)."""
+    chosen = campaign(budget=5.0)
+    text = check_budget(chosen, Estimate(10, 10, 5.4, 600.0, 0, modelled=10))
+    assert "budget = 5 s is less than the pilot's estimated 5.4 s by a model of a launch's cost" in text
+
+
+def test_a_look_says_which_open_row_is_the_control_and_a_budget_spent_inside_a_stage_says_so():
+    chosen = campaign(budget=50.0)
+    cases = expand(chosen)
+    open_row = next(case for case in cases if case.approach.name == "container")
+    said = []
+    look = Look({row_identity(open_row): "that row"}, 3, 2, controls=["the control"])
+    clock = Clock()
+    launches = Launches(chosen, cases, set(), lambda *_: look, 1, clock=clock, say=said.append)
+    pilot = len([case for case in cases if case.repeat <= 6])
+    run_all(launches, clock, seconds=60.0 / pilot)  # the budget runs out inside the pilot
+    assert ("that row", "budget: spent before the rounds up to the next look were all launched") in \
+        launches.conclude()
+    run_all(Launches(chosen, cases, set(), lambda *_: look, 1, clock=Clock(), say=said.append,
+                     maximum=16), None)
+    assert any("3 row(s) decided, 2 open (1 of them the A/A control, which runs while any row goes on), "
+               "1 going on" in line for line in said), said

@@ -65,12 +65,14 @@ class Settings:
         if not self.looks:
             return (f"a class is decided by the {self.confidence:.0%} interval of each message regime (each "
                     f"one-sided test at {self.alpha:g})")
+        if len(self.looks) == 1:
+            return (f"sequential, one look, after {self.looks[0]} rounds (no further round was planned): a class is "
+                    f"decided by the {format_level(self.confidence)} interval of each message regime")
         looks = ", ".join(map(str, self.looks))
         levels = ", ".join(format_level(1.0 - 2.0 * level) for level in spent_levels(self.looks, self.alpha))
         return (f"sequential: a class is decided at the first of the looks after {looks} rounds whose interval "
                 f"settles it, its level {self.alpha:g} spent over the looks by alpha t^{SPENDING_POWER:g}: "
-                f"intervals {levels} at "
-                "the looks in turn")
+                f"intervals {levels} at the looks in turn")
 
     def to_dict(self) -> dict:
         sequential = ({"looks": list(self.looks), "look_alphas": list(spent_levels(self.looks, self.alpha))}

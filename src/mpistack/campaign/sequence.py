@@ -125,9 +125,19 @@ def describe_spent(campaign: Campaign, spent: float) -> str:
 
 
 def _cost(pilot: Estimate) -> str:
+    """The pilot's cost as the budget check reads it: from earlier runs, from the model of a launch's cost, or
+    only the cases' timeouts to go by."""
     if pilot.from_history:
-        return f"estimated {duration(pilot.seconds)}"
+        return f"estimated {_seconds(pilot.seconds)}"
+    if pilot.modelled:
+        return f"estimated {_seconds(pilot.seconds)} by a model of a launch's cost; no earlier runs to go by"
     return f"at most {duration(pilot.at_timeouts)} at the cases' timeouts; no earlier runs to go by"
+
+
+def _seconds(seconds: float) -> str:
+    """A duration as `duration` says it, with a decimal under two minutes: a budget of 5 s against a pilot of
+    5.4 s must not read as 5 s against 5 s."""
+    return f"{round(seconds, 1):g} s" if seconds < 120 else duration(seconds)
 
 
 def check_budget(campaign: Campaign, pilot: Estimate, spent: float = 0.0) -> str | None:
@@ -144,7 +154,7 @@ def check_budget(campaign: Campaign, pilot: Estimate, spent: float = 0.0) -> str
     if pilot.seconds <= campaign.budget - spent:
         return None
     left = f" left of {duration(campaign.budget)}" if spent else ""
-    text = (f"{where}: budget = {duration(campaign.budget - spent)}{left} is less than the pilot's {_cost(pilot)} "
+    text = (f"{where}: budget = {_seconds(campaign.budget - spent)}{left} is less than the pilot's {_cost(pilot)} "
             f"({pilot.launches} launches)")
     if pilot.from_history >= pilot.launches:
         raise CampaignError(f"{text}: raise the budget (budget = in the file, or `mpistack run --budget 30m`) "
@@ -178,13 +188,14 @@ class Launches:
     _seconds: dict[tuple, list[float]] = field(default_factory=dict)
     _stage_walls: list[tuple[float, int]] = field(default_factory=list)  # (wall seconds, launches) per stage
     _start: float | None = None
+    _cut: bool = False  # the budget ran out inside a stage, not before the next one
 
     def __iter__(self) -> Iterator[Case]:
         """Case after case (a launcher that runs them one by one): no launch starts once the budget is spent."""
         for todo in self.stages():
             for case in todo:
                 if self.campaign.budget is not None and self.left() <= 0:
-                    self.stopped = "budget"
+                    self.stopped, self._cut = "budget", True
                     self.say("the budget is spent: no more launches")
                     return
                 yield case
@@ -279,7 +290,9 @@ class Launches:
             return in_stage  # the pilot, or a fixed design: every case, as scheduled
         self.look = look = self.judge(self.campaign_id, stage.first - 1)
         left = "" if self.campaign.budget is None else f"; {duration(max(self.left(), 0))} of the budget left"
-        self.say(f"look after {stage.first - 1} rounds: {look.decided} row(s) decided, {look.open} open, "
+        controls = (f" ({len(look.controls)} of them the A/A control, which runs while any row goes on)"
+                    if look.controls else "")
+        self.say(f"look after {stage.first - 1} rounds: {look.decided} row(s) decided, {look.open} open{controls}, "
                  f"{len(look.going_on)} going on{left}")
         if not look.going_on:
             self.stopped = "decided"
@@ -295,7 +308,8 @@ class Launches:
         if self.judge is None:
             return []
         self.look = look = self.judge(self.campaign_id, self.maximum or self.campaign.repeats)
-        going = {"budget": "budget: the next rounds did not fit in what was left of it",
+        going = {"budget": ("budget: spent before the rounds up to the next look were all launched" if self._cut
+                            else "budget: the next rounds did not fit in what was left of it"),
                  "": "interrupted"}.get(self.stopped, self.stopped)
         served = ("the A/A control: it runs only as the yardstick of open rows, and none went on" if not look.going_on
                   else going)
