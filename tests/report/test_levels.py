@@ -2,7 +2,7 @@
 
 from hypothesis import given, strategies as st
 
-from mpistack.report.data import format_level
+from mpistack.analysis.answers import format_level
 
 
 def test_the_levels_in_use_read_as_they_are():

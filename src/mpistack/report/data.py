@@ -18,8 +18,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy import Engine
 
-from ..analysis.answers import (SAME_STACK, SYSTEM, Answer, Settings, answer, control_reading, control_summary,
-                                format_level)
+from ..analysis.answers import SAME_STACK, SYSTEM, Answer, Settings, answer, control_reading, control_summary
 from ..analysis.bounds import MachineBounds, load_bounds
 from ..analysis.bulk import collector_paused
 from ..analysis.characterise import Characterisation, characterise, uncompared_rows

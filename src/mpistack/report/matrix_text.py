@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.text import Text
 
-from ..analysis.answers import SAME_STACK, SYSTEM, Answer, control_reading, slow_summary, where_slow
+from ..analysis.answers import SAME_STACK, SYSTEM, Answer, control_reading, format_level, slow_summary, where_slow
 from ..analysis.characterise import Characterisation
 from ..analysis.classes import format_size
 from ..analysis.matrix import Column, StackRow, placement_text
 from ..analysis.statistics import Verdict
 from ..spec.benchmarks import BENCHMARK_NAMES
 from .bounds import number
-from .data import Report, format_level, format_value
+from .data import Report, format_value
 
 #: a cell not settled as a whole in which every decided part is at native speed: no loss shown (which parts are
 #: said under the matrix)

@@ -12,13 +12,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.answers import SAME_STACK, SYSTEM, Answer, compared_with, where_slow
+from ..analysis.answers import SAME_STACK, SYSTEM, Answer, compared_with, format_level, where_slow
 from ..analysis.characterise import Characterisation, characterise
 from ..analysis.classes import format_size
 from ..analysis.evidence import RowKey
 from ..analysis.matrix import Column, placement_text
 from ..spec.campaign import DEFAULT_VARIANT
-from .data import Report, format_level, format_ratio, format_value
+from .data import Report, format_ratio, format_value
 from .matrix_text import STYLES
 
 UNITS = {"latency": "us", "bandwidth": "MB/s", "bi-bandwidth": "MB/s", "message_rate": "messages/s"}
