@@ -301,3 +301,11 @@ def test_a_look_says_which_open_row_is_the_control_and_a_budget_spent_inside_a_s
                      maximum=16), None)
     assert any("3 row(s) decided, 2 open (1 of them the A/A control, which runs while any row goes on), "
                "1 going on" in line for line in said), said
+
+
+def test_a_resumed_plan_says_the_looks_it_recorded_and_that_its_pilot_is_stored():
+    from mpistack.campaign.sequence import describe_plan
+
+    text = describe_plan(campaign(budget=300.0), Estimate(0, 0, 0.0, 0.0, 0), [6, 12])
+    assert "a pilot of 6 rounds for every case (its launches stored)" in text
+    assert "looks after 6, 12 rounds (planned when the pilot ended; a larger budget does not change them)" in text

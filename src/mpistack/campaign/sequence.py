@@ -96,13 +96,18 @@ def pilot_estimate(campaign: Campaign, cases: Sequence[Case], database: Engine |
     return estimate(campaign, [case for case in cases if case.repeat <= first.last], database, refused)
 
 
-def describe_plan(campaign: Campaign, pilot: Estimate) -> str:
-    """The sequential plan in a sentence, for the dry run and the run's start."""
+def describe_plan(campaign: Campaign, pilot: Estimate, planned: Sequence[int] = ()) -> str:
+    """The sequential plan in a sentence, for the dry run and the run's start. `planned`: the looks a resumed
+    budgeted campaign recorded when its pilot ended."""
     budget = f"; budget {duration(campaign.budget)}" if campaign.budget else ""
     if not campaign.pilot:
         return f"every case {campaign.repeats} times (a fixed design){budget}"
-    head = (f"sequential: a pilot of {campaign.pilot} rounds for every case ({pilot.launches} launches, "
-            f"{_cost(pilot)}), then rounds for the cases of open rows only")
+    done = "its launches stored" if not pilot.launches else f"{pilot.launches} launches, {_cost(pilot)}"
+    head = (f"sequential: a pilot of {campaign.pilot} rounds for every case ({done}), then rounds for the cases "
+            "of open rows only")
+    if planned:
+        return (f"{head}, looks after {', '.join(map(str, planned))} rounds (planned when the pilot ended; a "
+                f"larger budget does not change them){budget}")
     if campaign.budget:
         return (f"{head}, up to the most rounds the budget reaches at the pilot's cost (planned when the pilot "
                 f"ends; at most {campaign.repeats}){budget}")

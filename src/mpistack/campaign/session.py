@@ -283,7 +283,8 @@ def _run(campaign: Campaign, database: Engine, console: Console, resume: bool, f
                   + (f", {already} already done" if already else "") + f"; order seed {campaign.seed}; "
                   + shown(size.describe()), highlight=False)
     if staged:
-        console.print(shown(sequence.describe_plan(campaign, pilot)), highlight=False)
+        recorded = planned if isinstance(planned, list) else ()
+        console.print(shown(sequence.describe_plan(campaign, pilot, recorded)), highlight=False)
         if spent := launches.spent:
             console.print(shown(sequence.describe_spent(campaign, spent)), highlight=False)
     _print_survey(console, found)
