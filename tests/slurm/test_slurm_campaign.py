@@ -12,6 +12,7 @@ import re
 import os
 import signal
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -156,13 +157,27 @@ def test_a_case_over_its_limit_is_a_timeout_and_the_next_runs(slurm_cluster, tmp
     assert hang["slurm_job_id"] == latency["slurm_job_id"]  # one job ran both, the second after the first
 
 
+def still_running(jobs: Path) -> dict | None:
+    """A job whose case started and, two seconds on, has not ended: the two jobs may run at once on the two
+    nodes, and the latency case ends within a second (writing its exit status) while the hang runs on."""
+    def running(bundle: dict) -> bool:
+        return any((jobs / label / "started").exists() and not (jobs / label / "exit").exists()
+                   for label in bundle["cases"])
+
+    for bundle in bundles(jobs):
+        if bundle["job"] and running(bundle):
+            time.sleep(2)
+            if running(bundle):
+                return bundle
+    return None
+
+
 def test_a_cancelled_job_is_recorded_and_the_rest_go_on(slurm_cluster, tmp_path):
     proc = start_mpistack(slurm_cluster, tmp_path, campaign_text("cancel", tmp_path, HANG_THEN_LATENCY, timeout=120,
                                                                   cases_per_job=1))
     jobs = jobs_dir(tmp_path, "cancel")
     try:
-        first = wait_for(lambda: next((b for b in bundles(jobs) if b["job"] and any(
-            (jobs / label / "started").exists() for label in b["cases"])), None), 60)
+        first = wait_for(lambda: still_running(jobs), 60)
         assert first, "no case started"
         slurm_cluster.run("scancel", first["job"])
         out = finish(proc)
