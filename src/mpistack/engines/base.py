@@ -96,7 +96,8 @@ class ContainerRuntime:
 
     name = "runtime"
     renders_only = False
-    #: the ranks of a node share one container whatever is asked (pyxis, the CSCS Container Engine)
+    #: the ranks of a node share one container whatever is asked (pyxis, the CSCS Container Engine); else each
+    #: rank gets its own user and mount namespaces unless the runtime joins them (`join_setting`)
     one_container_per_node = False
     #: how the runtime's own users put a node's ranks into one namespace set, `{count}` the node's ranks (the
     #: doctor's fix for ranks in user namespaces of their own); "" for runtimes whose ranks share the user's or

@@ -82,7 +82,7 @@ class RenderedRuntime(ContainerRuntime):
     does not run here (`renders_only`). Images are the references the cluster pulls or names (never converted
     here); the ranks are the launcher's tasks, so ending the job's processes ends its containers."""
 
-    renders_only = True  # one_container_per_node False: each task its own user and mount namespaces unless joined
+    renders_only = True
     #: how `check` says where the runtime's command is written instead (mpistack stack render ... --srun)
     render_hint = "mpistack stack render STACK --srun {name}"
 
